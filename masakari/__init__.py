@@ -1,0 +1,1 @@
+"""Masakari: instance high availability for OpenStack."""
