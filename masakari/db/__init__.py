@@ -1,0 +1,1 @@
+"""Database: models, sessions, migrations and one query module per table."""

@@ -1,0 +1,67 @@
+"""Schema upgrades: alembic on the reference's version table, legacy databases stamped first."""
+
+from __future__ import annotations
+
+import os
+
+import sqlalchemy as sa
+from alembic import command
+from alembic import config as alembic_config
+from alembic import migration, script
+
+from masakari import exception
+
+VERSION_TABLE = "masakari_alembic_version"
+REFERENCE_HEAD = "13adff5efb9a"
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+# sqlalchemy-migrate versions of pre-alembic releases and the alembic revision that each
+# one's schema equals; older ones need an older Masakari release first.
+_LEGACY_STAMPS = {7: "8f848eb45d03", 8: "8bdf5929c5a6"}
+
+
+def _config() -> alembic_config.Config:
+    cfg = alembic_config.Config()
+    cfg.set_main_option("script_location", os.path.join(_HERE, "migrations"))
+    return cfg
+
+
+def head() -> str:
+    heads = script.ScriptDirectory.from_config(_config()).get_heads()
+    return heads[0]
+
+
+def current(engine: sa.engine.Engine) -> str | None:
+    with engine.connect() as conn:
+        ctx = migration.MigrationContext.configure(conn, opts={"version_table": VERSION_TABLE})
+        return ctx.get_current_revision()
+
+
+def upgrade(engine: sa.engine.Engine, version: str | None = None) -> None:
+    """Bring the schema to ``version`` (default: head), applying only what is missing."""
+    cfg = _config()
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        _stamp_legacy(conn, cfg)
+        command.upgrade(cfg, version or "heads")
+
+
+def _stamp_legacy(conn: sa.engine.Connection, cfg: alembic_config.Config) -> None:
+    inspector = sa.inspect(conn)
+    if not inspector.has_table("migrate_version"):
+        return
+    ctx = migration.MigrationContext.configure(conn, opts={"version_table": VERSION_TABLE})
+    if ctx.get_current_revision():
+        return
+    legacy = conn.execute(sa.text("SELECT version FROM migrate_version")).scalar()
+    if legacy is None or legacy < 7:
+        raise exception.InvalidInput(
+            reason=f"the database is at legacy version {legacy}; upgrade it with an older "
+            "Masakari release (one that still has that migration) first"
+        )
+    if legacy > 8 and os.getenv("FORCE_MASAKARI_DB_SYNC") is None:
+        raise exception.InvalidInput(
+            reason=f"the database is at unknown legacy version {legacy}; set "
+            "FORCE_MASAKARI_DB_SYNC to upgrade it anyway"
+        )
+    command.stamp(cfg, _LEGACY_STAMPS[min(legacy, 8)])

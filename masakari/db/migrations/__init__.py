@@ -1,0 +1,1 @@
+"""Alembic migrations: the reference's three revisions, then the project's own."""

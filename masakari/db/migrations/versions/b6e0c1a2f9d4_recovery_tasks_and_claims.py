@@ -1,0 +1,50 @@
+"""The project's own tables: recovery progress and engine claims.
+
+Added after the reference's head so that the reference's code still runs on the result
+(it ignores tables it does not know): a rollback path for operators.
+
+Revision ID: b6e0c1a2f9d4
+Revises: 13adff5efb9a
+"""
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "b6e0c1a2f9d4"
+down_revision = "13adff5efb9a"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    op.create_table(
+        "masakari_recovery_tasks",
+        sa.Column("created_at", sa.DateTime(), nullable=True),
+        sa.Column("updated_at", sa.DateTime(), nullable=True),
+        sa.Column("id", sa.Integer(), autoincrement=True, nullable=False),
+        sa.Column("notification_uuid", sa.String(36), nullable=False),
+        sa.Column("attempt", sa.Integer(), nullable=False),
+        sa.Column("position", sa.Integer(), nullable=False),
+        sa.Column("name", sa.String(255), nullable=False),
+        sa.Column("state", sa.String(16), nullable=False),
+        sa.Column("progress", sa.Float(), nullable=False),
+        sa.Column("details", sa.Text(), nullable=False),
+        sa.PrimaryKeyConstraint("id"),
+        sa.UniqueConstraint(
+            "notification_uuid", "attempt", "position",
+            name="uniq_recovery_task0attempt0position",
+        ),
+    )
+    op.create_index(
+        "recovery_tasks_notification_idx", "masakari_recovery_tasks", ["notification_uuid"]
+    )
+    op.create_table(
+        "masakari_notification_claims",
+        sa.Column("created_at", sa.DateTime(), nullable=True),
+        sa.Column("updated_at", sa.DateTime(), nullable=True),
+        sa.Column("notification_uuid", sa.String(36), nullable=False),
+        sa.Column("owner", sa.String(255), nullable=False),
+        sa.Column("attempt", sa.Integer(), nullable=False),
+        sa.Column("expires_at", sa.DateTime(), nullable=False),
+        sa.PrimaryKeyConstraint("notification_uuid"),
+    )

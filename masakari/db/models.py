@@ -1,0 +1,169 @@
+"""SQLAlchemy models: the reference's four tables, column for column, and the project's own."""
+
+from __future__ import annotations
+
+import datetime
+
+from oslo_db.sqlalchemy import types as oslo_types
+from sqlalchemy import (
+    Boolean,
+    DateTime,
+    Enum,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+RECOVERY_METHODS = ("auto", "reserved_host", "auto_priority", "rh_priority")
+NOTIFICATION_STATUSES = ("new", "running", "error", "failed", "ignored", "finished")
+
+
+def utcnow() -> datetime.datetime:
+    """Naive UTC with microseconds zeroed, as the reference stores every timestamp."""
+    return datetime.datetime.now(datetime.UTC).replace(tzinfo=None, microsecond=0)
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class _Timestamps:
+    created_at: Mapped[datetime.datetime | None] = mapped_column(DateTime, default=utcnow)
+    updated_at: Mapped[datetime.datetime | None] = mapped_column(DateTime, onupdate=utcnow)
+
+
+class _SoftDelete(_Timestamps):
+    """Soft delete as oslo.db does it: ``deleted`` holds the row id once deleted, else 0."""
+
+    deleted_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
+    deleted: Mapped[int | None] = mapped_column(oslo_types.SoftDeleteInteger, default=0)
+
+    def soft_delete(self) -> None:
+        self.deleted = self.id  # type: ignore[attr-defined]
+        self.deleted_at = utcnow()
+
+
+class Segment(_SoftDelete, Base):
+    __tablename__ = "failover_segments"
+    __table_args__ = (
+        UniqueConstraint("name", "deleted", name="uniq_segment0name0deleted"),
+        UniqueConstraint("uuid", name="uniq_segments0uuid"),
+        Index("segments_service_type_idx", "service_type"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    uuid: Mapped[str] = mapped_column(String(36), nullable=False)
+    name: Mapped[str] = mapped_column(String(255), nullable=False)
+    service_type: Mapped[str] = mapped_column(String(255), nullable=False)
+    description: Mapped[str | None] = mapped_column(Text)
+    recovery_method: Mapped[str] = mapped_column(
+        Enum(*RECOVERY_METHODS, name="recovery_methods"), nullable=False
+    )
+    enabled: Mapped[bool | None] = mapped_column(Boolean, default=True)
+
+
+class Host(_SoftDelete, Base):
+    __tablename__ = "hosts"
+    __table_args__ = (
+        UniqueConstraint("name", "deleted", name="uniq_host0name0deleted"),
+        UniqueConstraint("uuid", name="uniq_host0uuid"),
+        Index("hosts_type_idx", "type"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    uuid: Mapped[str] = mapped_column(String(36), nullable=False)
+    name: Mapped[str] = mapped_column(String(255), nullable=False)
+    reserved: Mapped[bool | None] = mapped_column(Boolean, default=False)
+    type: Mapped[str] = mapped_column(String(255), nullable=False)
+    control_attributes: Mapped[str] = mapped_column(Text, nullable=False)
+    failover_segment_id: Mapped[str] = mapped_column(
+        String(36), ForeignKey("failover_segments.uuid"), nullable=False
+    )
+    on_maintenance: Mapped[bool | None] = mapped_column(Boolean, default=False)
+
+    # Eager: every host body nests its segment, and sessions close before serialisation.
+    failover_segment: Mapped[Segment] = relationship(
+        Segment,
+        primaryjoin="and_(Host.failover_segment_id == Segment.uuid, Segment.deleted == 0)",
+        foreign_keys=[failover_segment_id],
+        lazy="joined",
+        viewonly=True,
+    )
+
+
+class Notification(_SoftDelete, Base):
+    __tablename__ = "notifications"
+    __table_args__ = (UniqueConstraint("notification_uuid", name="uniq_notification0uuid"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    notification_uuid: Mapped[str] = mapped_column(String(36), nullable=False)
+    generated_time: Mapped[datetime.datetime] = mapped_column(DateTime, nullable=False)
+    source_host_uuid: Mapped[str] = mapped_column(String(36), nullable=False)
+    type: Mapped[str] = mapped_column(String(36), nullable=False)
+    payload: Mapped[str | None] = mapped_column(Text)
+    status: Mapped[str] = mapped_column(
+        Enum(*NOTIFICATION_STATUSES, name="notification_status"), nullable=False
+    )
+    failover_segment_uuid: Mapped[str | None] = mapped_column(String(36))
+    message: Mapped[str | None] = mapped_column(Text)
+
+
+class VMove(_SoftDelete, Base):
+    __tablename__ = "vmoves"
+    __table_args__ = (UniqueConstraint("uuid", name="uniq_vmove0uuid"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    uuid: Mapped[str] = mapped_column(String(36), nullable=False)
+    notification_uuid: Mapped[str] = mapped_column(String(36), nullable=False)
+    instance_uuid: Mapped[str] = mapped_column(String(36), nullable=False)
+    instance_name: Mapped[str] = mapped_column(String(255), nullable=False)
+    source_host: Mapped[str | None] = mapped_column(String(255))
+    dest_host: Mapped[str | None] = mapped_column(String(255))
+    start_time: Mapped[datetime.datetime | None] = mapped_column(DateTime)
+    end_time: Mapped[datetime.datetime | None] = mapped_column(DateTime)
+    type: Mapped[str | None] = mapped_column(String(36))
+    status: Mapped[str | None] = mapped_column(String(255))
+    message: Mapped[str | None] = mapped_column(Text)
+
+
+# --- the project's own tables (migration b6e0c1a2f9d4, after the reference's head) ----------
+
+
+class RecoveryTask(_Timestamps, Base):
+    """One task of one recovery attempt: what recovery_workflow_details shows."""
+
+    __tablename__ = "masakari_recovery_tasks"
+    __table_args__ = (
+        UniqueConstraint(
+            "notification_uuid", "attempt", "position", name="uniq_recovery_task0attempt0position"
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    notification_uuid: Mapped[str] = mapped_column(String(36), nullable=False)
+    attempt: Mapped[int] = mapped_column(Integer, nullable=False)
+    position: Mapped[int] = mapped_column(Integer, nullable=False)
+    name: Mapped[str] = mapped_column(String(255), nullable=False)
+    state: Mapped[str] = mapped_column(String(16), nullable=False)
+    progress: Mapped[float] = mapped_column(Float, nullable=False, default=0.0)
+    # JSON list of {"timestamp", "message", "progress"}, appended as the task goes.
+    details: Mapped[str] = mapped_column(Text, nullable=False, default="[]")
+
+
+class NotificationClaim(_Timestamps, Base):
+    """Which engine owns a running notification, until when; an expired claim is taken over."""
+
+    __tablename__ = "masakari_notification_claims"
+
+    notification_uuid: Mapped[str] = mapped_column(String(36), primary_key=True)
+    owner: Mapped[str] = mapped_column(String(255), nullable=False)
+    attempt: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    expires_at: Mapped[datetime.datetime] = mapped_column(DateTime, nullable=False)
+
+
+Index("recovery_tasks_notification_idx", RecoveryTask.notification_uuid)
