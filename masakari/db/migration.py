@@ -38,12 +38,32 @@ def current(engine: sa.engine.Engine) -> str | None:
 
 
 def upgrade(engine: sa.engine.Engine, version: str | None = None) -> None:
-    """Bring the schema to ``version`` (default: head), applying only what is missing."""
+    """Bring the schema to ``version`` (default: head), applying only what is missing.
+
+    A ``version`` older than the current one, down to the reference's head, undoes the
+    project's own migrations: the way back for an operator returning to the reference.
+    """
     cfg = _config()
+    scripts = script.ScriptDirectory.from_config(cfg)
+    if version is not None:
+        scripts.get_revision(version)  # unknown revisions fail before anything is touched
     with engine.begin() as conn:
         cfg.attributes["connection"] = conn
         _stamp_legacy(conn, cfg)
-        command.upgrade(cfg, version or "heads")
+        ctx = migration.MigrationContext.configure(conn, opts={"version_table": VERSION_TABLE})
+        now = ctx.get_current_revision()
+        if version and now and version != now and _is_ancestor(scripts, version, now):
+            if not _is_ancestor(scripts, REFERENCE_HEAD, version):
+                raise exception.InvalidInput(
+                    reason=f"cannot go back past the reference's head {REFERENCE_HEAD}"
+                )
+            command.downgrade(cfg, version)
+        else:
+            command.upgrade(cfg, version or "heads")
+
+
+def _is_ancestor(scripts: script.ScriptDirectory, older: str, newer: str) -> bool:
+    return any(rev.revision == older for rev in scripts.walk_revisions("base", newer))
 
 
 def _stamp_legacy(conn: sa.engine.Connection, cfg: alembic_config.Config) -> None:

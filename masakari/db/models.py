@@ -45,7 +45,8 @@ class _SoftDelete(_Timestamps):
 
     def soft_delete(self) -> None:
         self.deleted = self.id  # type: ignore[attr-defined]
-        self.deleted_at = utcnow()
+        # The reference keeps the microseconds here, unlike created_at/updated_at.
+        self.deleted_at = datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
 
 
 class Segment(_SoftDelete, Base):

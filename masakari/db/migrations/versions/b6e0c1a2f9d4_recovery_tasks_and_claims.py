@@ -48,3 +48,11 @@ def upgrade() -> None:
         sa.Column("expires_at", sa.DateTime(), nullable=False),
         sa.PrimaryKeyConstraint("notification_uuid"),
     )
+
+
+def downgrade() -> None:
+    # The way back to the reference's head, for an operator who rolls back to the reference:
+    # its tables are untouched, so dropping ours is all it takes.
+    op.drop_table("masakari_notification_claims")
+    op.drop_index("recovery_tasks_notification_idx", table_name="masakari_recovery_tasks")
+    op.drop_table("masakari_recovery_tasks")

@@ -1,0 +1,103 @@
+"""Hard deletion of old rows: ``masakari-manage db purge``."""
+
+from __future__ import annotations
+
+import datetime
+import logging
+
+import sqlalchemy as sa
+
+from masakari.db import models
+from masakari.db.database import Database
+
+LOG = logging.getLogger(__name__)
+
+# A notification is purged once it reached a final status and was last touched before the
+# cut-off (notifications are never soft-deleted); the other tables by their deleted_at.
+FINAL_STATUSES = ("finished", "failed", "ignored")
+
+
+def purge(db: Database, age_in_days: int, max_rows: int | None = None) -> dict[str, int]:
+    """Delete rows older than ``age_in_days``, at most ``max_rows`` per table (None: all).
+
+    The vmoves and progress rows of a purged notification go with it, whatever their number,
+    so that nothing is left pointing at a notification that no longer exists.
+    """
+    cutoff = models.utcnow() - datetime.timedelta(days=age_in_days)
+    counts: dict[str, int] = {}
+    with db.writer() as session:
+        uuids = _old_notifications(session, cutoff, max_rows)
+        counts["notifications"] = _delete_notifications(session, uuids)
+        counts["vmoves"] = _delete_vmoves(session, uuids, cutoff, max_rows)
+        # Hosts before segments: hosts reference segments by uuid.
+        counts["hosts"] = _delete_soft_deleted(session, models.Host, cutoff, max_rows)
+        counts["failover_segments"] = _delete_segments(session, cutoff, max_rows)
+    for table, count in counts.items():
+        LOG.info("Purged %d row(s) from %s older than %d day(s)", count, table, age_in_days)
+    return counts
+
+
+def _limited(query: sa.Select, max_rows: int | None) -> sa.Select:
+    return query if max_rows is None else query.limit(max_rows)
+
+
+def _old_notifications(session, cutoff: datetime.datetime, max_rows: int | None) -> list[str]:
+    n = models.Notification
+    query = (
+        sa.select(n.notification_uuid)
+        .where(n.updated_at < cutoff, n.status.in_(FINAL_STATUSES))
+        .order_by(n.updated_at, n.id)
+    )
+    return list(session.scalars(_limited(query, max_rows)))
+
+
+def _delete_notifications(session, uuids: list[str]) -> int:
+    if not uuids:
+        return 0
+    for model in (models.RecoveryTask, models.NotificationClaim):
+        session.execute(sa.delete(model).where(model.notification_uuid.in_(uuids)))
+    result = session.execute(
+        sa.delete(models.Notification).where(models.Notification.notification_uuid.in_(uuids))
+    )
+    return result.rowcount
+
+
+def _delete_vmoves(
+    session, purged: list[str], cutoff: datetime.datetime, max_rows: int | None
+) -> int:
+    v = models.VMove
+    count = 0
+    if purged:
+        count += session.execute(sa.delete(v).where(v.notification_uuid.in_(purged))).rowcount
+    # Rows the reference left behind: soft-deleted ones and orphans of notifications it purged.
+    orphan = ~sa.exists().where(models.Notification.notification_uuid == v.notification_uuid)
+    old_ids = _limited(
+        sa.select(v.id).where(sa.or_(v.deleted_at < cutoff, orphan)).order_by(v.id), max_rows
+    )
+    ids = list(session.scalars(old_ids))
+    if ids:
+        count += session.execute(sa.delete(v).where(v.id.in_(ids))).rowcount
+    return count
+
+
+def _delete_soft_deleted(session, model, cutoff: datetime.datetime, max_rows: int | None) -> int:
+    query = sa.select(model.id).where(model.deleted != 0, model.deleted_at < cutoff)
+    ids = list(session.scalars(_limited(query.order_by(model.deleted_at, model.id), max_rows)))
+    if not ids:
+        return 0
+    return session.execute(sa.delete(model).where(model.id.in_(ids))).rowcount
+
+
+def _delete_segments(session, cutoff: datetime.datetime, max_rows: int | None) -> int:
+    s, h = models.Segment, models.Host
+    # A segment some host row still points at would break the foreign key.
+    referenced = sa.exists().where(h.failover_segment_id == s.uuid)
+    query = (
+        sa.select(s.id)
+        .where(s.deleted != 0, s.deleted_at < cutoff, ~referenced)
+        .order_by(s.deleted_at, s.id)
+    )
+    ids = list(session.scalars(_limited(query, max_rows)))
+    if not ids:
+        return 0
+    return session.execute(sa.delete(s).where(s.id.in_(ids))).rowcount
