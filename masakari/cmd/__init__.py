@@ -1,0 +1,1 @@
+"""Console scripts: masakari-api, masakari-engine, masakari-manage, masakari-status."""

@@ -1,0 +1,143 @@
+"""masakari-manage: ``db sync [VERSION]``, ``db version``, ``db purge``.
+
+Exit codes: 0 success, 1 the command failed (database error, bad revision), 2 bad usage or
+configuration files that cannot be read.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+
+from alembic import util as alembic_util
+from oslo_config import cfg
+from oslo_db import exception as db_exc
+from sqlalchemy import exc as sa_exc
+
+from masakari import conf as masakari_conf
+from masakari import exception
+from masakari.db import migration, purge
+from masakari.db.database import Database
+from masakari.version import VERSION
+
+MAX_INT = 0x7FFFFFFF
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+
+class CommandError(Exception):
+    """A command refused its arguments or failed; the message is printed as is."""
+
+    def __init__(self, message: str, code: int = EXIT_FAILED) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def db_sync(conf: cfg.ConfigOpts) -> None:
+    version = conf.category.version
+    if version is not None and version.isdigit():
+        raise CommandError(
+            "You requested an sqlalchemy-migrate database version; this is no longer supported"
+        )
+    db = Database.from_conf(conf)
+    try:
+        migration.upgrade(db.engine, version)
+    except (exception.InvalidInput, alembic_util.CommandError) as exc:
+        raise CommandError(str(exc)) from exc
+    finally:
+        db.dispose()
+
+
+def db_version(conf: cfg.ConfigOpts) -> None:
+    db = Database.from_conf(conf)
+    try:
+        print(migration.current(db.engine))
+    finally:
+        db.dispose()
+
+
+def db_purge(conf: cfg.ConfigOpts) -> None:
+    age_in_days, max_rows = conf.category.age_in_days, conf.category.max_rows
+    if max_rows < -1 or max_rows > MAX_INT:
+        raise CommandError(
+            f"Invalid input received: max_rows must be >= -1 and <= {MAX_INT}, got {max_rows}",
+            EXIT_USAGE,
+        )
+    if max_rows == 0:
+        raise CommandError("Must supply value greater than 0 for max_rows.", EXIT_USAGE)
+    if age_in_days < 0:
+        raise CommandError("Must supply a non-negative value for age.", EXIT_USAGE)
+    if age_in_days >= int(time.time()) // 86400:
+        raise CommandError("Maximal age is count of days since epoch.", EXIT_USAGE)
+    db = Database.from_conf(conf)
+    try:
+        counts = purge.purge(db, age_in_days, None if max_rows == -1 else max_rows)
+    finally:
+        db.dispose()
+    for table, count in counts.items():
+        print(f"{table}: {count} row(s) purged")
+
+
+COMMANDS: dict[str, dict[str, Callable[[cfg.ConfigOpts], None]]] = {
+    "db": {"sync": db_sync, "version": db_version, "purge": db_purge},
+}
+
+
+def _add_parsers(subparsers) -> None:  # noqa: ANN001 - argparse's private type
+    db = subparsers.add_parser("db", help="database schema and maintenance")
+    actions = db.add_subparsers(dest="action")
+    actions.required = True
+    sync = actions.add_parser("sync", help="upgrade the schema to the latest revision")
+    sync.add_argument("version", nargs="?", default=None, help="alembic revision (default: head)")
+    actions.add_parser("version", help="print the schema's current revision")
+    purge_parser = actions.add_parser("purge", help="delete old soft-deleted and finished rows")
+    purge_parser.add_argument(
+        "--age_in_days", type=int, default=30, help="rows older than this (default: 30)"
+    )
+    purge_parser.add_argument(
+        "--max_rows", type=int, default=-1, help="at most this many rows per table (-1: all)"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    conf = cfg.ConfigOpts()
+    masakari_conf.register_opts(conf)
+    conf.register_cli_opt(
+        cfg.SubCommandOpt("category", title="Command categories", handler=_add_parsers)
+    )
+    if not argv:
+        print(f"OpenStack masakari version: {VERSION}\n")
+        print("masakari-manage category action [<args>]\nAvailable categories:\n\tdb")
+        return EXIT_USAGE
+    try:
+        conf(argv, project="masakari", prog="masakari-manage", version=VERSION)
+    except cfg.ConfigDirNotFoundError as exc:
+        print(f"Invalid directory: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except cfg.ConfigFilesNotFoundError as exc:
+        print(f"Failed to read configuration file(s): {', '.join(exc.config_files)}",
+              file=sys.stderr)
+        return EXIT_USAGE
+    masakari_conf.setup_logging(conf)
+    command = COMMANDS[conf.category.name][conf.category.action]
+    try:
+        command(conf)
+    except CommandError as exc:
+        print(exc, file=sys.stderr)
+        return exc.code
+    except (sa_exc.SQLAlchemyError, db_exc.DBError) as exc:
+        print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
+        print(
+            "The above error may show that the database has not been created.\n"
+            "Please create a database using 'masakari-manage db sync' before running this "
+            "command.",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
