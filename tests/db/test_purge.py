@@ -1,0 +1,138 @@
+"""``db purge``: old rows go, recent ones stay, max_rows bounds each table, no orphans left."""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+
+import pytest
+import sqlalchemy as sa
+
+from masakari.db import migration, models, purge
+from masakari.db.database import Database
+
+NOW = models.utcnow()
+OLD = NOW - datetime.timedelta(days=40)
+RECENT = NOW - datetime.timedelta(days=2)
+
+
+def _uuid() -> str:
+    return str(uuid.uuid4())
+
+
+@pytest.fixture
+def db(db_url: str):
+    database = Database.from_url(db_url)
+    migration.upgrade(database.engine)
+    yield database
+    database.dispose()
+
+
+def _segment(session, deleted_at=None) -> models.Segment:
+    seg = models.Segment(uuid=_uuid(), name=_uuid(), service_type="compute",
+                         recovery_method="auto")
+    session.add(seg)
+    session.flush()
+    if deleted_at:
+        seg.deleted, seg.deleted_at = seg.id, deleted_at
+    return seg
+
+
+def _host(session, segment, deleted_at=None) -> models.Host:
+    host = models.Host(uuid=_uuid(), name=_uuid(), type="COMPUTE", control_attributes="SSH",
+                       failover_segment_id=segment.uuid)
+    session.add(host)
+    session.flush()
+    if deleted_at:
+        host.deleted, host.deleted_at = host.id, deleted_at
+    return host
+
+
+def _notification(session, status: str, updated_at, vmoves: int = 0) -> str:
+    n = models.Notification(notification_uuid=_uuid(), generated_time=NOW, type="COMPUTE_HOST",
+                            source_host_uuid=_uuid(), status=status, payload="{}")
+    session.add(n)
+    session.flush()
+    session.execute(sa.update(models.Notification).where(models.Notification.id == n.id)
+                    .values(updated_at=updated_at))
+    for i in range(vmoves):
+        session.add(models.VMove(uuid=_uuid(), notification_uuid=n.notification_uuid,
+                                 instance_uuid=_uuid(), instance_name=f"vm{i}"))
+    session.add(models.RecoveryTask(notification_uuid=n.notification_uuid, attempt=1,
+                                    position=0, name="T", state="SUCCESS", details="[]"))
+    return n.notification_uuid
+
+
+def _count(db: Database, model, *where) -> int:
+    with db.reader() as s:
+        return s.scalar(sa.select(sa.func.count()).select_from(model).where(*where))
+
+
+def test_old_rows_purged_recent_and_live_rows_kept(db: Database) -> None:
+    with db.writer() as s:
+        live_seg = _segment(s)
+        _host(s, live_seg)
+        _host(s, live_seg, deleted_at=OLD)
+        _host(s, live_seg, deleted_at=RECENT)
+        old_seg = _segment(s, deleted_at=OLD)
+        _host(s, old_seg, deleted_at=OLD)
+        _segment(s, deleted_at=RECENT)
+        old_done = _notification(s, "finished", OLD, vmoves=3)
+        _notification(s, "ignored", OLD)
+        old_error = _notification(s, "error", OLD, vmoves=1)
+        recent = _notification(s, "finished", RECENT, vmoves=1)
+
+    counts = purge.purge(db, age_in_days=30)
+
+    assert counts == {"notifications": 2, "vmoves": 3, "hosts": 2, "failover_segments": 1}
+    with db.reader() as s:
+        left = set(s.scalars(sa.select(models.Notification.notification_uuid)))
+        vmove_owners = set(s.scalars(sa.select(models.VMove.notification_uuid)))
+        task_owners = set(s.scalars(sa.select(models.RecoveryTask.notification_uuid)))
+    # an old notification still in error may be retried: it stays
+    assert left == {old_error, recent}
+    assert old_done not in vmove_owners and vmove_owners == {old_error, recent}
+    assert task_owners == {old_error, recent}
+    assert _count(db, models.Host) == 2
+    assert _count(db, models.Segment) == 2
+
+
+def test_max_rows_bounds_each_table(db: Database) -> None:
+    with db.writer() as s:
+        seg = _segment(s)
+        for _ in range(5):
+            _host(s, seg, deleted_at=OLD)
+        for _ in range(4):
+            _notification(s, "finished", OLD, vmoves=2)
+
+    counts = purge.purge(db, age_in_days=30, max_rows=3)
+
+    assert counts["hosts"] == 3 and counts["notifications"] == 3
+    # the vmoves of a purged notification go with it, whatever max_rows says
+    assert counts["vmoves"] == 6
+    assert _count(db, models.Host) == 2  # left for the next run
+    assert _count(db, models.Notification) == 1
+    assert _count(db, models.VMove) == 2
+
+    counts = purge.purge(db, age_in_days=30, max_rows=3)
+    assert counts["hosts"] == 2 and counts["notifications"] == 1
+
+
+def test_orphan_vmoves_left_by_the_reference_are_purged(db: Database) -> None:
+    with db.writer() as s:
+        s.add(models.VMove(uuid=_uuid(), notification_uuid=_uuid(), instance_uuid=_uuid(),
+                           instance_name="orphan"))
+        kept = _notification(s, "running", OLD, vmoves=1)
+    counts = purge.purge(db, age_in_days=30)
+    assert counts["vmoves"] == 1
+    with db.reader() as s:
+        assert set(s.scalars(sa.select(models.VMove.notification_uuid))) == {kept}
+
+
+def test_segment_still_referenced_by_a_host_row_is_kept(db: Database) -> None:
+    with db.writer() as s:
+        seg = _segment(s, deleted_at=OLD)
+        _host(s, seg, deleted_at=RECENT)
+    counts = purge.purge(db, age_in_days=30)
+    assert counts["failover_segments"] == 0
+    assert _count(db, models.Segment) == 1
