@@ -1,7 +1,7 @@
 """masakari-manage: ``db sync [VERSION]``, ``db version``, ``db purge``.
 
-Exit codes: 0 success, 1 the command failed (database error, bad revision), 2 bad usage or
-configuration files that cannot be read.
+Exit codes, as the reference's: 0 success; 1 the command refused its arguments or failed
+(database error, unknown revision); 2 bad usage or unreadable configuration files.
 """
 
 from __future__ import annotations
@@ -62,14 +62,13 @@ def db_purge(conf: cfg.ConfigOpts) -> None:
     if max_rows < -1 or max_rows > MAX_INT:
         raise CommandError(
             f"Invalid input received: max_rows must be >= -1 and <= {MAX_INT}, got {max_rows}",
-            EXIT_USAGE,
         )
     if max_rows == 0:
-        raise CommandError("Must supply value greater than 0 for max_rows.", EXIT_USAGE)
+        raise CommandError("Must supply value greater than 0 for max_rows.")
     if age_in_days < 0:
-        raise CommandError("Must supply a non-negative value for age.", EXIT_USAGE)
+        raise CommandError("Must supply a non-negative value for age.")
     if age_in_days >= int(time.time()) // 86400:
-        raise CommandError("Maximal age is count of days since epoch.", EXIT_USAGE)
+        raise CommandError("Maximal age is count of days since epoch.")
     db = Database.from_conf(conf)
     try:
         counts = purge.purge(db, age_in_days, None if max_rows == -1 else max_rows)

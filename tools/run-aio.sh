@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Set up and run Masakari all-in-one on its embedded default: SQLite, auth_strategy noauth2,
+# the API (port 15868) and the engine together. State lives in ./state (MASAKARI_STATE_DIR).
+# Nova: set the [DEFAULT] os_privileged_user_* options in state/masakari.conf.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+state=${MASAKARI_STATE_DIR:-$root/state}
+port=${MASAKARI_PORT:-15868}
+
+if [ ! -x .venv/bin/masakari-api ]; then
+  python3 -m venv .venv
+  .venv/bin/pip install -q --upgrade pip
+  .venv/bin/pip install -q -e .
+fi
+export PATH="$root/.venv/bin:$PATH"
+
+mkdir -p "$state"
+conf=$state/masakari.conf
+if [ ! -f "$conf" ]; then
+  cat > "$conf" <<CONF
+[DEFAULT]
+auth_strategy = noauth2
+state_path = $state
+masakari_api_listen = 127.0.0.1
+masakari_api_listen_port = $port
+masakari_api_workers = 1
+# Nova credentials (a keystone user with the admin role), needed for hosts and recovery:
+# os_privileged_user_auth_url = http://keystone.example:5000/v3
+# os_privileged_user_name = masakari
+# os_privileged_user_password = secret
+# os_privileged_user_tenant = service
+
+[database]
+connection = sqlite:///$state/masakari.db
+CONF
+fi
+
+masakari-manage --config-file "$conf" db sync
+masakari-engine --config-file "$conf" &
+engine=$!
+trap 'kill $engine 2>/dev/null; wait $engine 2>/dev/null' EXIT INT TERM
+echo "Masakari API on http://127.0.0.1:$port (noauth2: X-Auth-Token 'admin:admin' style headers are not needed), engine pid $engine"
+masakari-api --config-file "$conf"

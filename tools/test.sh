@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The project's test command: lint, the test suite (SQLite, PostgreSQL, MariaDB), then the
+# shared conformance suite against the installed console scripts.
+# Usage: tools/test.sh [pytest args...]     (MASAKARI_SKIP_CONFORMANCE=1 skips the last part)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VENV=${VENV:-.venv}
+export PATH="$PWD/$VENV/bin:$PATH"
+
+echo "== ruff"
+ruff check masakari tests benchmarks
+
+echo "== pytest"
+require=()
+[ "${CI:-}" = "true" ] && require=(--require-servers)
+pytest -q "${require[@]}" "$@"
+
+if [ "${MASAKARI_SKIP_CONFORMANCE:-}" != "1" ]; then
+  shared=${MASAKARI_SHARED_DIR:-../shared}
+  echo "== conformance ($shared/conformance)"
+  python "$shared/conformance/run.py" --impl project \
+    --compare "$shared/conformance/golden" \
+    --deviations tests/conformance/deviations.yaml
+fi
