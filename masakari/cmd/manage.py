@@ -6,6 +6,7 @@ Exit codes, as the reference's: 0 success; 1 the command refused its arguments o
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
 from collections.abc import Callable
@@ -50,6 +51,8 @@ def db_sync(conf: cfg.ConfigOpts) -> None:
 
 
 def db_version(conf: cfg.ConfigOpts) -> None:
+    # Scripts read the revision from stdout: alembic's chatter must not precede it.
+    logging.getLogger("alembic").setLevel(logging.WARNING)
     db = Database.from_conf(conf)
     try:
         print(migration.current(db.engine))
@@ -116,8 +119,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"Invalid directory: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except cfg.ConfigFilesNotFoundError as exc:
-        print(f"Failed to read configuration file(s): {', '.join(exc.config_files)}",
-              file=sys.stderr)
+        print(
+            f"Failed to read configuration file(s): {', '.join(exc.config_files)}", file=sys.stderr
+        )
         return EXIT_USAGE
     masakari_conf.setup_logging(conf)
     command = COMMANDS[conf.category.name][conf.category.action]

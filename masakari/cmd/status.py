@@ -19,7 +19,10 @@ class Checks(upgradecheck.UpgradeCommands):
     def __init__(self, conf: cfg.ConfigOpts) -> None:
         self.conf = conf
         self._upgrade_checks = (
-            ("Policy File JSON to YAML Migration", (common_checks.check_policy_json, {"conf": conf})),
+            (
+                "Policy File JSON to YAML Migration",
+                (common_checks.check_policy_json, {"conf": conf}),
+            ),
             ("Database schema at head", Checks._check_database),
         )
 
@@ -32,7 +35,9 @@ class Checks(upgradecheck.UpgradeCommands):
             finally:
                 db.dispose()
         except sa_exc.SQLAlchemyError as exc:
-            return upgradecheck.Result(upgradecheck.Code.FAILURE, f"Cannot read the database: {exc}")
+            return upgradecheck.Result(
+                upgradecheck.Code.FAILURE, f"Cannot read the database: {exc}"
+            )
         if current == head:
             return upgradecheck.Result(upgradecheck.Code.SUCCESS)
         if current is None:

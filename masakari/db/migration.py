@@ -5,9 +5,8 @@ from __future__ import annotations
 import os
 
 import sqlalchemy as sa
-from alembic import command
+from alembic import command, migration, script
 from alembic import config as alembic_config
-from alembic import migration, script
 
 from masakari import exception
 

@@ -29,8 +29,7 @@ def db(db_url: str):
 
 
 def _segment(session, deleted_at=None) -> models.Segment:
-    seg = models.Segment(uuid=_uuid(), name=_uuid(), service_type="compute",
-                         recovery_method="auto")
+    seg = models.Segment(uuid=_uuid(), name=_uuid(), service_type="compute", recovery_method="auto")
     session.add(seg)
     session.flush()
     if deleted_at:
@@ -39,8 +38,13 @@ def _segment(session, deleted_at=None) -> models.Segment:
 
 
 def _host(session, segment, deleted_at=None) -> models.Host:
-    host = models.Host(uuid=_uuid(), name=_uuid(), type="COMPUTE", control_attributes="SSH",
-                       failover_segment_id=segment.uuid)
+    host = models.Host(
+        uuid=_uuid(),
+        name=_uuid(),
+        type="COMPUTE",
+        control_attributes="SSH",
+        failover_segment_id=segment.uuid,
+    )
     session.add(host)
     session.flush()
     if deleted_at:
@@ -49,17 +53,40 @@ def _host(session, segment, deleted_at=None) -> models.Host:
 
 
 def _notification(session, status: str, updated_at, vmoves: int = 0) -> str:
-    n = models.Notification(notification_uuid=_uuid(), generated_time=NOW, type="COMPUTE_HOST",
-                            source_host_uuid=_uuid(), status=status, payload="{}")
+    n = models.Notification(
+        notification_uuid=_uuid(),
+        generated_time=NOW,
+        type="COMPUTE_HOST",
+        source_host_uuid=_uuid(),
+        status=status,
+        payload="{}",
+    )
     session.add(n)
     session.flush()
-    session.execute(sa.update(models.Notification).where(models.Notification.id == n.id)
-                    .values(updated_at=updated_at))
+    session.execute(
+        sa.update(models.Notification)
+        .where(models.Notification.id == n.id)
+        .values(updated_at=updated_at)
+    )
     for i in range(vmoves):
-        session.add(models.VMove(uuid=_uuid(), notification_uuid=n.notification_uuid,
-                                 instance_uuid=_uuid(), instance_name=f"vm{i}"))
-    session.add(models.RecoveryTask(notification_uuid=n.notification_uuid, attempt=1,
-                                    position=0, name="T", state="SUCCESS", details="[]"))
+        session.add(
+            models.VMove(
+                uuid=_uuid(),
+                notification_uuid=n.notification_uuid,
+                instance_uuid=_uuid(),
+                instance_name=f"vm{i}",
+            )
+        )
+    session.add(
+        models.RecoveryTask(
+            notification_uuid=n.notification_uuid,
+            attempt=1,
+            position=0,
+            name="T",
+            state="SUCCESS",
+            details="[]",
+        )
+    )
     return n.notification_uuid
 
 
@@ -120,8 +147,14 @@ def test_max_rows_bounds_each_table(db: Database) -> None:
 
 def test_orphan_vmoves_left_by_the_reference_are_purged(db: Database) -> None:
     with db.writer() as s:
-        s.add(models.VMove(uuid=_uuid(), notification_uuid=_uuid(), instance_uuid=_uuid(),
-                           instance_name="orphan"))
+        s.add(
+            models.VMove(
+                uuid=_uuid(),
+                notification_uuid=_uuid(),
+                instance_uuid=_uuid(),
+                instance_name="orphan",
+            )
+        )
         kept = _notification(s, "running", OLD, vmoves=1)
     counts = purge.purge(db, age_in_days=30)
     assert counts["vmoves"] == 1

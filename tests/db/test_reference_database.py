@@ -25,7 +25,9 @@ def _snapshot(path: str) -> dict[str, object]:
                 f"SELECT name, sql FROM sqlite_master WHERE tbl_name IN ({marks})", REFERENCE_TABLES
             )
         )
-        rows = {t: conn.execute(f"SELECT * FROM {t} ORDER BY id").fetchall() for t in REFERENCE_TABLES}
+        rows = {
+            t: conn.execute(f"SELECT * FROM {t} ORDER BY id").fetchall() for t in REFERENCE_TABLES
+        }
     return {"schema": schema, "rows": rows}
 
 

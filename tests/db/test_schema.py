@@ -33,12 +33,33 @@ def _dump(backend: str, url: str) -> str:
         return ";\n".join(r[0] for r in rows) + ";"
     if backend == "postgresql":
         tool = shutil.which("pg_dump")
-        argv = [tool, "--schema-only", "--no-owner", "--no-privileges", "-h", parsed.host, "-p", str(parsed.port or 5432),
-                "-U", parsed.username, parsed.database]
+        argv = [
+            tool,
+            "--schema-only",
+            "--no-owner",
+            "--no-privileges",
+            "-h",
+            parsed.host,
+            "-p",
+            str(parsed.port or 5432),
+            "-U",
+            parsed.username,
+            parsed.database,
+        ]
     else:
         tool = shutil.which("mariadb-dump") or shutil.which("mysqldump")
-        argv = [tool, "--no-data", "--skip-add-drop-table", "-h", parsed.host, "-P", str(parsed.port or 3306),
-                "-u", parsed.username, parsed.database]
+        argv = [
+            tool,
+            "--no-data",
+            "--skip-add-drop-table",
+            "-h",
+            parsed.host,
+            "-P",
+            str(parsed.port or 3306),
+            "-u",
+            parsed.username,
+            parsed.database,
+        ]
     if tool is None:
         pytest.fail(f"no dump tool for {backend} on PATH")
     return subprocess.run(argv, check=True, capture_output=True, text=True).stdout
@@ -49,10 +70,7 @@ def _statements(dump: str) -> list[str]:
     lines = []
     for line in dump.splitlines():
         stripped = line.strip()
-        if (
-            not stripped
-            or stripped.startswith(("--", "/*", "SET ", "SELECT pg_catalog", "\\"))
-        ):
+        if not stripped or stripped.startswith(("--", "/*", "SET ", "SELECT pg_catalog", "\\")):
             continue
         lines.append(stripped)
     text = re.sub(r"\s+", " ", " ".join(lines))

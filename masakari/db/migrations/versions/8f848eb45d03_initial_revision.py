@@ -34,8 +34,9 @@ def upgrade() -> None:
         sa.Column("description", sa.Text(), nullable=True),
         sa.Column(
             "recovery_method",
-            sa.Enum("auto", "reserved_host", "auto_priority", "rh_priority",
-                    name="recovery_methods"),
+            sa.Enum(
+                "auto", "reserved_host", "auto_priority", "rh_priority", name="recovery_methods"
+            ),
             nullable=False,
         ),
         sa.Column("enabled", sa.Boolean(), nullable=True),
@@ -54,8 +55,15 @@ def upgrade() -> None:
         sa.Column("payload", sa.Text(), nullable=True),
         sa.Column(
             "status",
-            sa.Enum("new", "running", "error", "failed", "ignored", "finished",
-                    name="notification_status"),
+            sa.Enum(
+                "new",
+                "running",
+                "error",
+                "failed",
+                "ignored",
+                "finished",
+                name="notification_status",
+            ),
             nullable=False,
         ),
         sa.PrimaryKeyConstraint("id"),

@@ -31,7 +31,9 @@ def upgrade() -> None:
         sa.Column("details", sa.Text(), nullable=False),
         sa.PrimaryKeyConstraint("id"),
         sa.UniqueConstraint(
-            "notification_uuid", "attempt", "position",
+            "notification_uuid",
+            "attempt",
+            "position",
             name="uniq_recovery_task0attempt0position",
         ),
     )

@@ -1,0 +1,138 @@
+"""masakari-manage and masakari-status as a deployment tool calls them."""
+
+from __future__ import annotations
+
+import datetime
+import shutil
+import subprocess
+import sys
+
+import pytest
+import sqlalchemy as sa
+
+from masakari.cmd import manage, status
+from masakari.db import migration, models
+from masakari.db.database import Database
+from tests.db.test_reference_database import REFERENCE_DB
+
+
+@pytest.fixture
+def conf_file(tmp_path) -> str:
+    path = tmp_path / "masakari.conf"
+    path.write_text(
+        "[DEFAULT]\n"
+        f"state_path = {tmp_path}\n"
+        "[database]\n"
+        f"connection = sqlite:///{tmp_path}/masakari.db\n"
+    )
+    return str(path)
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = manage.main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_sync_then_version_prints_head(conf_file: str, capsys) -> None:
+    assert run(capsys, "--config-file", conf_file, "db", "sync")[0] == 0
+    code, out, _ = run(capsys, "--config-file", conf_file, "db", "version")
+    assert code == 0
+    assert out.strip() == migration.head()
+
+
+def test_version_of_an_empty_database_is_none(conf_file: str, capsys) -> None:
+    code, out, _ = run(capsys, "--config-file", conf_file, "db", "version")
+    assert (code, out.strip()) == (0, "None")
+
+
+def test_sync_takes_over_a_reference_database(tmp_path, capsys) -> None:
+    db_path = tmp_path / "ref.db"
+    shutil.copy(REFERENCE_DB, db_path)
+    conf = tmp_path / "ref.conf"
+    conf.write_text(f"[database]\nconnection = sqlite:///{db_path}\n")
+    assert run(capsys, "--config-file", str(conf), "db", "sync")[0] == 0
+    assert run(capsys, "--config-file", str(conf), "db", "version")[1].strip() == migration.head()
+    assert run(capsys, "--config-file", str(conf), "db", "sync", "13adff5efb9a")[0] == 0
+    assert run(capsys, "--config-file", str(conf), "db", "version")[1].strip() == "13adff5efb9a"
+
+
+@pytest.mark.parametrize(
+    "revision, message",
+    [("7", "sqlalchemy-migrate"), ("deadbeef0000", "deadbeef0000")],
+)
+def test_sync_refuses_bad_revisions(conf_file: str, capsys, revision: str, message: str) -> None:
+    code, _, err = run(capsys, "--config-file", conf_file, "db", "sync", revision)
+    assert code == 1
+    assert message in err
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--max_rows", "0"], "Must supply value greater than 0 for max_rows."),
+        (["--max_rows", "-2"], "max_rows"),
+        (["--age_in_days", "-1"], "Must supply a non-negative value for age."),
+        (["--age_in_days", "100000"], "Maximal age is count of days since epoch."),
+    ],
+)
+def test_purge_argument_checks(conf_file: str, capsys, args: list[str], message: str) -> None:
+    run(capsys, "--config-file", conf_file, "db", "sync")
+    code, _, err = run(capsys, "--config-file", conf_file, "db", "purge", *args)
+    assert code == 1
+    assert message in err
+
+
+def test_purge_deletes_old_rows(conf_file: str, tmp_path, capsys) -> None:
+    run(capsys, "--config-file", conf_file, "db", "sync")
+    db = Database.from_url(f"sqlite:///{tmp_path}/masakari.db")
+    old = models.utcnow() - datetime.timedelta(days=10)
+    with db.writer() as s:
+        for i, when in enumerate((old, models.utcnow())):
+            s.add(
+                models.Notification(
+                    notification_uuid=f"n{i}",
+                    generated_time=when,
+                    type="VM",
+                    source_host_uuid="h",
+                    status="finished",
+                )
+            )
+    with db.writer() as s:
+        s.execute(
+            sa.update(models.Notification)
+            .where(models.Notification.notification_uuid == "n0")
+            .values(updated_at=old)
+        )
+    code, out, _ = run(capsys, "--config-file", conf_file, "db", "purge", "--age_in_days", "5")
+    assert code == 0 and "notifications: 1 row(s) purged" in out
+    with db.reader() as s:
+        assert list(s.scalars(sa.select(models.Notification.notification_uuid))) == ["n1"]
+    db.dispose()
+
+
+def test_missing_config_file_is_a_usage_error(tmp_path, capsys) -> None:
+    code, _, err = run(capsys, "--config-file", str(tmp_path / "nope.conf"), "db", "version")
+    assert code == 2 and "nope.conf" in err
+
+
+def test_no_arguments_prints_usage(capsys) -> None:
+    code, out, _ = run(capsys)
+    assert code == 2 and "db" in out
+
+
+def test_upgrade_check_fails_before_sync_and_passes_after(conf_file: str, capsys) -> None:
+    assert status.main(["--config-file", conf_file, "upgrade", "check"]) == 2
+    assert "masakari-manage db sync" in capsys.readouterr().out
+    manage.main(["--config-file", conf_file, "db", "sync"])
+    capsys.readouterr()
+    assert status.main(["--config-file", conf_file, "upgrade", "check"]) == 0
+
+
+def test_console_scripts_are_installed() -> None:
+    bindir = shutil.which(
+        "masakari-manage", path=str(__import__("pathlib").Path(sys.executable).parent)
+    )
+    assert bindir, "masakari-manage is not installed next to this Python"
+    out = subprocess.run([bindir], capture_output=True, text=True)
+    assert out.returncode == 2
