@@ -1,0 +1,78 @@
+"""[DEFAULT] options of the HTTP API: authentication, paging, notification intake."""
+
+from __future__ import annotations
+
+from oslo_config import cfg
+
+from masakari.conf._text import paragraphs
+
+GROUP = "DEFAULT"
+
+OPTS: list[cfg.Opt] = [
+    cfg.StrOpt(
+        "auth_strategy",
+        default="keystone",
+        choices=("keystone", "noauth2"),
+        help=paragraphs(
+            """
+How masakari-api authenticates requests.
+
+``keystone`` validates the X-Auth-Token header with keystonemiddleware.
+``noauth2`` checks no credential at all and treats every caller as an
+administrator: use it only in tests.
+"""
+        ),
+    ),
+    cfg.BoolOpt(
+        "use_forwarded_for",
+        default=False,
+        deprecated_for_removal=True,
+        deprecated_reason="oslo.middleware's HTTPProxyToWSGI middleware does the same job.",
+        help=paragraphs(
+            """
+Take the client address from the X-Forwarded-For header instead of the
+socket's peer address. Enable only behind a proxy that sets the header.
+"""
+        ),
+    ),
+    cfg.IntOpt(
+        "osapi_max_limit",
+        default=1000,
+        help=paragraphs(
+            """
+Largest number of items one list request returns, whatever ``limit`` the
+client asks for.
+"""
+        ),
+    ),
+    cfg.StrOpt(
+        "osapi_masakari_link_prefix",
+        help=paragraphs(
+            """
+Base URL to put in front of the links the API returns, for deployments
+behind a proxy that rewrites the public URL. Empty keeps the URL of the
+request.
+"""
+        ),
+    ),
+    cfg.IntOpt(
+        "notification_delay_max",
+        default=5,
+        min=0,
+        help=paragraphs(
+            """
+Upper bound, in seconds, of the random pause the reference takes before
+recording a notification when no coordination backend is configured, to make
+concurrent duplicate notifications less likely. 0 disables the pause.
+
+This project accepts the option and ignores it: duplicates are refused by a
+check made inside the database transaction that inserts the notification, so
+no pause is needed.
+"""
+        ),
+    ),
+]
+
+
+def list_opts() -> list[tuple[str | cfg.OptGroup, list[cfg.Opt]]]:
+    return [(GROUP, OPTS)]

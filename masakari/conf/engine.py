@@ -1,0 +1,152 @@
+"""[DEFAULT] options of masakari-engine: timings of recovery, retry and expiry loops."""
+
+from __future__ import annotations
+
+from oslo_config import cfg
+
+from masakari.conf._text import paragraphs
+
+GROUP = "DEFAULT"
+
+RPC_OPTS: list[cfg.Opt] = [
+    cfg.StrOpt(
+        "masakari_topic",
+        default="ha_engine",
+        deprecated_for_removal=True,
+        deprecated_since="3.0.0",
+        deprecated_reason=(
+            "Changing the RPC topic brings nothing and breaks masakari if it collides "
+            "with the topic of another service."
+        ),
+        help="Message-queue topic masakari-engine listens on and masakari-api sends to.",
+    ),
+]
+
+NOTIFICATION_OPTS: list[cfg.Opt] = [
+    cfg.IntOpt(
+        "duplicate_notification_detection_interval",
+        default=180,
+        min=0,
+        help=paragraphs(
+            """
+Window, in seconds, for duplicate notifications. A notification whose type,
+host and payload equal those of a stored notification generated at most this
+many seconds earlier is refused with 409.
+"""
+        ),
+    ),
+    cfg.IntOpt(
+        "wait_period_after_service_update",
+        default=180,
+        help=paragraphs(
+            """
+Seconds to wait after disabling a nova-compute service before evacuating, and
+the longest wait for Nova to report the service disabled.
+"""
+        ),
+    ),
+    cfg.IntOpt(
+        "wait_period_after_evacuation",
+        default=90,
+        help="Seconds to wait for an evacuated instance to reach its expected state.",
+    ),
+    cfg.IntOpt(
+        "verify_interval",
+        default=1,
+        help="Seconds between two polls of Nova while waiting for a state change.",
+    ),
+    cfg.IntOpt(
+        "wait_period_after_power_off",
+        default=180,
+        help="Seconds to wait for an instance to stop.",
+    ),
+    cfg.IntOpt(
+        "wait_period_after_power_on",
+        default=60,
+        help="Seconds to wait for an instance to become active after a start.",
+    ),
+    cfg.IntOpt(
+        "process_unfinished_notifications_interval",
+        default=120,
+        help="Seconds between two runs of the loop that retries new and failed notifications.",
+    ),
+    cfg.IntOpt(
+        "retry_notification_new_status_interval",
+        default=60,
+        mutable=True,
+        help=paragraphs(
+            """
+Seconds after its generated_time from which a notification still in ``new``
+is considered lost by the message bus and picked up by the retry loop.
+"""
+        ),
+    ),
+    cfg.IntOpt(
+        "check_expired_notifications_interval",
+        default=600,
+        help="Seconds between two runs of the loop that expires stuck notifications.",
+    ),
+    cfg.IntOpt(
+        "notifications_expired_interval",
+        default=86400,
+        help=paragraphs(
+            """
+Age in seconds, counted from its generated_time, after which a notification
+still ``new``, ``running`` or ``error`` is marked ``failed`` by the expiry loop.
+"""
+        ),
+    ),
+    cfg.IntOpt(
+        "host_failure_recovery_threads",
+        default=3,
+        min=1,
+        help="Number of instances evacuated in parallel during one host recovery.",
+    ),
+]
+
+DRIVER_OPTS: list[cfg.Opt] = [
+    cfg.StrOpt(
+        "notification_driver",
+        default="taskflow_driver",
+        help=paragraphs(
+            """
+Driver that runs the recovery workflows. The reference only ships
+``taskflow_driver``; this project runs its own flows whatever the value.
+"""
+        ),
+    ),
+]
+
+# Options of this project only: the reference has no equivalent.
+PROJECT_OPTS: list[cfg.Opt] = [
+    cfg.FloatOpt(
+        "engine_poll_interval",
+        default=0.5,
+        min=0.05,
+        help=paragraphs(
+            """
+(masakari rewrite only) Seconds an idle engine waits between two looks in the
+database for notifications to process. A message on the bus, when one is
+configured, wakes the engine earlier.
+"""
+        ),
+    ),
+    cfg.IntOpt(
+        "engine_claim_timeout",
+        default=60,
+        min=5,
+        help=paragraphs(
+            """
+(masakari rewrite only) Seconds after which a notification claimed by an
+engine that stopped renewing its claim (crashed or cut off) may be taken over
+by another engine.
+"""
+        ),
+    ),
+]
+
+OPTS: list[cfg.Opt] = RPC_OPTS + NOTIFICATION_OPTS + DRIVER_OPTS + PROJECT_OPTS
+
+
+def list_opts() -> list[tuple[str | cfg.OptGroup, list[cfg.Opt]]]:
+    return [(GROUP, OPTS)]

@@ -1,0 +1,216 @@
+"""Recovery options: [host_failure], [instance_failure], [process_failure] and the task lists."""
+
+from __future__ import annotations
+
+from oslo_config import cfg, types
+
+from masakari.conf._text import paragraphs
+
+HOST_GROUP = cfg.OptGroup(
+    "host_failure",
+    title="Host failure recovery options",
+    help="How instances are recovered when a compute host fails.",
+)
+INSTANCE_GROUP = cfg.OptGroup(
+    "instance_failure",
+    title="Instance failure recovery options",
+    help="How an instance is recovered when it fails on its host.",
+)
+PROCESS_GROUP = cfg.OptGroup(
+    "process_failure",
+    title="Process failure recovery options",
+    help="What is done when a monitored process fails on a compute host.",
+)
+FLOWS_GROUP = cfg.OptGroup(
+    "taskflow_driver_recovery_flows",
+    title="Recovery workflow options",
+    help="The tasks each recovery workflow runs, by phase.",
+)
+
+HOST_OPTS: list[cfg.Opt] = [
+    cfg.BoolOpt(
+        "evacuate_all_instances",
+        default=True,
+        help=paragraphs(
+            """
+True: evacuate every instance of the failed host, those whose metadata key
+``[host_failure]/ha_enabled_instance_metadata_key`` is true counting as HA
+instances. False: evacuate only the HA instances.
+"""
+        ),
+    ),
+    cfg.StrOpt(
+        "ha_enabled_instance_metadata_key",
+        default="HA_Enabled",
+        help=paragraphs(
+            """
+Instance metadata key that marks an instance as HA-enabled for host recovery.
+Its value is read as a boolean string (``True``, ``yes``, ``1``...).
+"""
+        ),
+    ),
+    cfg.BoolOpt(
+        "ignore_instances_in_error_state",
+        default=False,
+        help="Leave instances in ERROR state on the failed host instead of evacuating them.",
+    ),
+    cfg.BoolOpt(
+        "add_reserved_host_to_aggregate",
+        default=False,
+        help=paragraphs(
+            """
+With the reserved_host recovery methods, add the chosen reserved host to every
+host aggregate the failed host belongs to before evacuating to it.
+"""
+        ),
+    ),
+    cfg.StrOpt(
+        "service_disable_reason",
+        default="Masakari detected host failed.",
+        help="Reason given to Nova when disabling the compute service of a failed host.",
+    ),
+    # Option of this project only.
+    cfg.BoolOpt(
+        "force_down_fenced_host",
+        default=False,
+        help=paragraphs(
+            """
+(masakari rewrite only) Faster host recovery. Instead of sleeping
+``[DEFAULT]/wait_period_after_service_update`` after disabling the compute
+service, mark it forced_down in Nova and evacuate at once. Applied only when
+the notification's payload says ``host_status: NORMAL``, that is when the
+monitor confirmed the host is powered off.
+
+WARNING: forcing down a compute service whose host still runs its instances
+lets Nova start a second copy of each instance elsewhere, and both copies then
+write to the same disks, corrupting them. Enable this only with monitors that
+fence (power off) the host before reporting it.
+"""
+        ),
+    ),
+]
+
+INSTANCE_OPTS: list[cfg.Opt] = [
+    cfg.BoolOpt(
+        "process_all_instances",
+        default=False,
+        help=paragraphs(
+            """
+True: recover any failed instance. False: recover only instances whose
+metadata key ``[instance_failure]/ha_enabled_instance_metadata_key`` is true.
+"""
+        ),
+    ),
+    cfg.StrOpt(
+        "ha_enabled_instance_metadata_key",
+        default="HA_Enabled",
+        help=paragraphs(
+            """
+Instance metadata key that marks an instance as HA-enabled for instance
+recovery. It may differ from the key used by host recovery.
+"""
+        ),
+    ),
+]
+
+PROCESS_OPTS: list[cfg.Opt] = [
+    cfg.StrOpt(
+        "service_disable_reason",
+        default="Masakari detected process failed.",
+        help="Reason given to Nova when disabling a compute service after a process failure.",
+    ),
+]
+
+
+def task_lists_type() -> types.Dict:
+    """The type of a recovery flow: phase name -> list of task names.
+
+    The syntax is ``pre:[a, b],main:[c],post:[]``: the list brackets are
+    required and task names may be quoted. Any phase name is accepted.
+    """
+    return types.Dict(
+        bounds=False,
+        value_type=types.List(bounds=True, item_type=types.String(quotes=True)),
+    )
+
+
+_TASK_HELP = """
+Tasks of the {what} workflow, as ``pre:[...],main:[...],post:[...]``. Each
+name is an entry point of the ``masakari.task_flow.tasks`` namespace, so
+deployers and third parties can plug in their own tasks. Default: {tasks}.
+"""
+
+
+def _task_help(what: str, tasks: str) -> str:
+    return paragraphs(_TASK_HELP.format(what=what, tasks=tasks))
+
+
+FLOW_OPTS: list[cfg.Opt] = [
+    cfg.Opt(
+        "host_auto_failure_recovery_tasks",
+        type=task_lists_type(),
+        default={
+            "pre": ["disable_compute_service_task"],
+            "main": ["prepare_HA_enabled_instances_task"],
+            "post": ["evacuate_instances_task"],
+        },
+        help=_task_help(
+            what="host failure recovery (``auto`` method)",
+            tasks="disable_compute_service_task, prepare_HA_enabled_instances_task, "
+            "evacuate_instances_task",
+        ),
+    ),
+    cfg.Opt(
+        "host_rh_failure_recovery_tasks",
+        type=task_lists_type(),
+        default={
+            "pre": ["disable_compute_service_task"],
+            "main": ["prepare_HA_enabled_instances_task", "evacuate_instances_task"],
+            "post": [],
+        },
+        help=_task_help(
+            what="host failure recovery (``reserved_host`` method)",
+            tasks="disable_compute_service_task, prepare_HA_enabled_instances_task, "
+            "evacuate_instances_task",
+        ),
+    ),
+    cfg.Opt(
+        "instance_failure_recovery_tasks",
+        type=task_lists_type(),
+        default={
+            "pre": ["stop_instance_task"],
+            "main": ["start_instance_task"],
+            "post": ["confirm_instance_active_task"],
+        },
+        help=_task_help(
+            what="instance failure recovery",
+            tasks="stop_instance_task, start_instance_task, confirm_instance_active_task",
+        ),
+    ),
+    cfg.Opt(
+        "process_failure_recovery_tasks",
+        type=task_lists_type(),
+        default={
+            "pre": ["disable_compute_node_task"],
+            "main": ["confirm_compute_node_disabled_task"],
+            "post": [],
+        },
+        help=_task_help(
+            what="process failure recovery",
+            tasks="disable_compute_node_task, confirm_compute_node_disabled_task",
+        ),
+    ),
+]
+
+
+def list_opts() -> list[tuple[str | cfg.OptGroup, list[cfg.Opt]]]:
+    # The flows have their own generator namespace, as in the reference: see opts.py.
+    return [
+        (INSTANCE_GROUP, INSTANCE_OPTS),
+        (HOST_GROUP, HOST_OPTS),
+        (PROCESS_GROUP, PROCESS_OPTS),
+    ]
+
+
+def list_flow_opts() -> list[tuple[str | cfg.OptGroup, list[cfg.Opt]]]:
+    return [(FLOWS_GROUP, FLOW_OPTS)]

@@ -1,0 +1,84 @@
+"""[DEFAULT] options for reaching Nova (and Keystone) as the privileged user."""
+
+from __future__ import annotations
+
+from oslo_config import cfg
+
+from masakari.conf._text import paragraphs
+
+GROUP = "DEFAULT"
+
+OPTS: list[cfg.Opt] = [
+    cfg.StrOpt(
+        "nova_catalog_admin_info",
+        default="compute:nova:publicURL",
+        help=paragraphs(
+            """
+How to find Nova in the service catalog, as
+``<service_type>:<service_name>:<endpoint_type>``.
+"""
+        ),
+    ),
+    cfg.StrOpt("os_region_name", help="Region whose Nova endpoint is used."),
+    cfg.StrOpt(
+        "nova_ca_certificates_file",
+        help="CA bundle used to verify the TLS certificates of Nova and Keystone.",
+    ),
+    cfg.BoolOpt(
+        "nova_api_insecure",
+        default=False,
+        help="Do not verify the TLS certificates of Nova and Keystone.",
+    ),
+    cfg.StrOpt(
+        "os_privileged_user_name",
+        help=paragraphs(
+            """
+User masakari authenticates as to call Nova. It needs the rights to list
+servers of all projects, disable services and evacuate.
+"""
+        ),
+    ),
+    cfg.StrOpt(
+        "os_privileged_user_password",
+        secret=True,
+        help="Password of ``os_privileged_user_name``.",
+    ),
+    cfg.StrOpt(
+        "os_privileged_user_tenant",
+        help="Project the privileged user's token is scoped to.",
+    ),
+    cfg.URIOpt(
+        "os_privileged_user_auth_url",
+        help="Keystone URL where the privileged user authenticates.",
+    ),
+    cfg.StrOpt(
+        "os_user_domain_name",
+        default="default",
+        help="Domain of the privileged user.",
+    ),
+    cfg.StrOpt(
+        "os_project_domain_name",
+        default="default",
+        help="Domain of the privileged user's project.",
+    ),
+    cfg.StrOpt(
+        "os_system_scope",
+        help="System scope (for example ``all``) to request instead of a project scope.",
+    ),
+    # Option of this project only: the reference sets no timeout on Nova calls.
+    cfg.FloatOpt(
+        "nova_api_timeout",
+        default=60,
+        min=1,
+        help=paragraphs(
+            """
+(masakari rewrite only) Timeout in seconds of every HTTP request to Nova and
+Keystone.
+"""
+        ),
+    ),
+]
+
+
+def list_opts() -> list[tuple[str | cfg.OptGroup, list[cfg.Opt]]]:
+    return [(GROUP, OPTS)]

@@ -1,0 +1,617 @@
+"""masakari.conf: the reference's options, the project's own, parsing and the generator."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import os
+import re
+import socket
+import sys
+import textwrap
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import pytest
+from oslo_config import cfg, generator
+
+import masakari
+import masakari.conf
+from masakari.conf import libraries, opts
+
+REFERENCE_OPTIONS = Path("/work/shared/spec/reference/config-options.json")
+REPO = Path(__file__).resolve().parents[2]
+
+# The options masakari adds to the reference's, with (type, default, min).
+PROJECT_ONLY = {
+    ("DEFAULT", "engine_poll_interval"): ("floating point value", 0.5, 0.05),
+    ("DEFAULT", "engine_claim_timeout"): ("integer value", 60, 5),
+    ("DEFAULT", "nova_api_timeout"): ("floating point value", 60.0, 1),
+    ("host_failure", "force_down_fenced_host"): ("boolean value", False, None),
+}
+
+# Defaults that depend on the machine; config-options.json holds the
+# reference's machine's value or a placeholder.
+MACHINE_DEFAULTS = {
+    ("DEFAULT", "host"): socket.gethostname(),
+    ("DEFAULT", "pybasedir"): str(Path(masakari.__file__).resolve().parents[1]),
+    ("DEFAULT", "bindir"): os.path.join(sys.prefix, "local", "bin"),
+}
+
+
+def _reference() -> dict[str, list[dict[str, Any]]]:
+    if not REFERENCE_OPTIONS.exists():
+        pytest.skip(f"reference facts not available: {REFERENCE_OPTIONS}")
+    return json.loads(REFERENCE_OPTIONS.read_text())
+
+
+def _declared() -> dict[tuple[str, str], cfg.Opt]:
+    """Every project option, by (group, name), from the two generator namespaces."""
+    found: dict[tuple[str, str], cfg.Opt] = {}
+    for group, group_opts in opts.list_opts() + opts.list_recovery_workflow_opts():
+        name = group.name if isinstance(group, cfg.OptGroup) else group
+        for opt in group_opts:
+            assert (name, opt.name) not in found, f"{name}.{opt.name} declared twice"
+            found[(name, opt.name)] = opt
+    return found
+
+
+def _reference_cases() -> list[tuple[str, dict[str, Any]]]:
+    if not REFERENCE_OPTIONS.exists():
+        return []
+    data = json.loads(REFERENCE_OPTIONS.read_text())
+    return [(group, item) for group, items in data.items() for item in items]
+
+
+def _value(conf: cfg.ConfigOpts, group: str, name: str) -> Any:
+    return getattr(conf, name) if group == "DEFAULT" else getattr(getattr(conf, group), name)
+
+
+@pytest.fixture(scope="module")
+def conf() -> cfg.ConfigOpts:
+    return masakari.conf.for_tests()
+
+
+# --- the reference's options -------------------------------------------------------------
+
+
+def test_reference_facts_cover_all_groups() -> None:
+    ref = _reference()
+    assert sum(len(v) for v in ref.values()) == 80
+    declared = _declared()
+    reference_keys = {(group, item["name"]) for group, items in ref.items() for item in items}
+    assert set(declared) - reference_keys == set(PROJECT_ONLY)
+    assert reference_keys - set(declared) == set()
+
+
+@pytest.mark.parametrize(
+    ("group", "item"),
+    _reference_cases(),
+    ids=[f"{g}.{i['name']}" for g, i in _reference_cases()],
+)
+def test_option_matches_reference(conf: cfg.ConfigOpts, group: str, item: dict[str, Any]) -> None:
+    opt = _declared()[(group, item["name"])]
+    assert opt.type.type_name == item["type"]
+    # The facts leave out falsy attributes: no key means False, None, 0 or [].
+    assert (getattr(opt.type, "min", None) or 0) == item.get("min", 0)
+    assert getattr(opt.type, "max", None) == item.get("max")
+    choices = getattr(opt.type, "choices", None)
+    assert (list(choices) if choices else None) == item.get("choices")
+    assert opt.secret is item.get("secret", False)
+    if "sample_default" in item:
+        assert opt.sample_default == item["sample_default"]
+    deprecated = [{"group": d.group, "name": d.name or opt.name} for d in opt.deprecated_opts]
+    assert deprecated == item.get("deprecated_opts", [])
+
+    expected = MACHINE_DEFAULTS.get((group, item["name"]), item.get("default"))
+    actual = _value(conf, group, item["name"])
+    if (group, item["name"]) == ("DEFAULT", "state_path"):
+        assert opt.default == expected
+        assert actual == MACHINE_DEFAULTS[("DEFAULT", "pybasedir")]
+    elif "default" in item:
+        assert actual == expected
+    else:
+        falsy = {"boolean value": False, "list value": []}.get(item["type"])
+        assert actual == falsy and type(actual) is type(falsy), f"{group}.{item['name']}"
+
+
+def test_zero_minimums_match_reference() -> None:
+    # config-options.json cannot tell min=0 from no minimum: the reference's source can.
+    zero = {key for key, opt in _declared().items() if getattr(opt.type, "min", None) == 0}
+    assert zero == {
+        ("DEFAULT", "notification_delay_max"),
+        ("DEFAULT", "duplicate_notification_detection_interval"),
+    }
+
+
+def test_deprecation_flags_match_reference() -> None:
+    declared = _declared()
+    removal = {key for key, opt in declared.items() if opt.deprecated_for_removal}
+    assert removal == {
+        ("DEFAULT", "use_forwarded_for"),
+        ("DEFAULT", "masakari_topic"),
+        ("osapi_v1", "extensions_blacklist"),
+        ("osapi_v1", "extensions_whitelist"),
+        ("osapi_v1", "project_id_regex"),
+        ("ssl", "ca_file"),
+        ("ssl", "cert_file"),
+        ("ssl", "key_file"),
+        ("ssl", "version"),
+        ("ssl", "ciphers"),
+        ("wsgi", "secure_proxy_ssl_header"),
+    }
+    assert declared[("DEFAULT", "masakari_topic")].deprecated_since == "3.0.0"
+    assert {key for key, opt in declared.items() if opt.mutable} == {
+        ("DEFAULT", "retry_notification_new_status_interval")
+    }
+
+
+def test_every_option_has_help() -> None:
+    for key, opt in _declared().items():
+        assert opt.help and opt.help.strip(), key
+
+
+# --- the project's own options ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("key", "expected"), sorted(PROJECT_ONLY.items()))
+def test_project_only_option(
+    conf: cfg.ConfigOpts, key: tuple[str, str], expected: tuple[str, Any, Any]
+) -> None:
+    type_name, default, minimum = expected
+    opt = _declared()[key]
+    assert opt.type.type_name == type_name
+    assert _value(conf, *key) == default
+    assert getattr(opt.type, "min", None) == minimum
+    assert "masakari rewrite only" in opt.help
+
+
+def test_project_only_minimums_are_enforced() -> None:
+    for key, value in [
+        ("engine_poll_interval", 0.01),
+        ("engine_claim_timeout", 4),
+        ("nova_api_timeout", 0.5),
+    ]:
+        with pytest.raises(ValueError):
+            masakari.conf.for_tests(**{key: value})
+
+
+def test_force_down_help_warns_about_live_hosts() -> None:
+    text = _declared()[("host_failure", "force_down_fenced_host")].help
+    assert "host_status: NORMAL" in text
+    assert "corrupting" in text
+    assert "wait_period_after_service_update" in text
+
+
+# --- recovery flows -----------------------------------------------------------------------
+
+FLOWS = "taskflow_driver_recovery_flows"
+
+# Outputs checked against the reference's parser (oslo.config 10.7).
+FLOW_CASES = [
+    (
+        "pre:['disable_compute_service_task'],main:['prepare_HA_enabled_instances_task'],"
+        "post:['evacuate_instances_task']",
+        {
+            "pre": ["disable_compute_service_task"],
+            "main": ["prepare_HA_enabled_instances_task"],
+            "post": ["evacuate_instances_task"],
+        },
+    ),
+    (
+        "pre:[disable_compute_service_task],"
+        "main:[prepare_HA_enabled_instances_task, evacuate_instances_task],post:[]",
+        {
+            "pre": ["disable_compute_service_task"],
+            "main": ["prepare_HA_enabled_instances_task", "evacuate_instances_task"],
+            "post": [],
+        },
+    ),
+    ('pre:["a", "b"],main:[],post:[]', {"pre": ["a", "b"], "main": [], "post": []}),
+    ("pre:[a,b],main:[c]", {"pre": ["a", "b"], "main": ["c"]}),
+    ("pre:['a,b']", {"pre": ["a,b"]}),
+    ("pre:[a] , main : [ b , c ] ", {"pre": ["a"], "main": ["b", "c"]}),
+    ('pre:["a b"]', {"pre": ["a b"]}),
+    ("x:[a]", {"x": ["a"]}),
+    ("", {}),
+]
+
+BAD_FLOWS = [
+    "pre:disable_compute_service_task,main:prepare_HA_enabled_instances_task",
+    "{pre:[a],main:[b],post:[c]}",
+    "pre:a,b",
+    "pre:'a'",
+    "pre:[a",
+]
+
+
+def _conf_file(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "masakari.conf"
+    path.write_text(textwrap.dedent(text))
+    return str(path)
+
+
+def test_flow_defaults(conf: cfg.ConfigOpts) -> None:
+    flows = getattr(conf, FLOWS)
+    assert flows.host_auto_failure_recovery_tasks == {
+        "pre": ["disable_compute_service_task"],
+        "main": ["prepare_HA_enabled_instances_task"],
+        "post": ["evacuate_instances_task"],
+    }
+    assert flows.host_rh_failure_recovery_tasks == {
+        "pre": ["disable_compute_service_task"],
+        "main": ["prepare_HA_enabled_instances_task", "evacuate_instances_task"],
+        "post": [],
+    }
+    assert flows.instance_failure_recovery_tasks == {
+        "pre": ["stop_instance_task"],
+        "main": ["start_instance_task"],
+        "post": ["confirm_instance_active_task"],
+    }
+    assert flows.process_failure_recovery_tasks == {
+        "pre": ["disable_compute_node_task"],
+        "main": ["confirm_compute_node_disabled_task"],
+        "post": [],
+    }
+
+
+def test_flow_default_is_not_shared_between_objects() -> None:
+    first = masakari.conf.for_tests()
+    getattr(first, FLOWS).host_auto_failure_recovery_tasks["pre"].append("mutated")
+    second = masakari.conf.for_tests()
+    assert getattr(second, FLOWS).host_auto_failure_recovery_tasks["pre"] == [
+        "disable_compute_service_task"
+    ]
+
+
+@pytest.mark.parametrize(("text", "expected"), FLOW_CASES)
+def test_flow_parsing_from_file(tmp_path: Path, text: str, expected: dict[str, list[str]]) -> None:
+    path = _conf_file(tmp_path, f"[{FLOWS}]\nhost_auto_failure_recovery_tasks = {text}\n")
+    loaded = masakari.conf.load(["--config-file", path], default_config_files=[])
+    assert getattr(loaded, FLOWS).host_auto_failure_recovery_tasks == expected
+
+
+@pytest.mark.parametrize("text", BAD_FLOWS)
+def test_flow_parsing_rejects(tmp_path: Path, text: str) -> None:
+    path = _conf_file(tmp_path, f"[{FLOWS}]\ninstance_failure_recovery_tasks = {text}\n")
+    loaded = masakari.conf.load(["--config-file", path], default_config_files=[])
+    with pytest.raises(cfg.ConfigFileValueError):
+        getattr(loaded, FLOWS).instance_failure_recovery_tasks  # noqa: B018
+
+
+def test_flow_override_accepts_text_and_dict() -> None:
+    key = f"{FLOWS}.process_failure_recovery_tasks"
+    as_text = masakari.conf.for_tests(**{key: "pre:[a],main:[b, c],post:[]"})
+    assert getattr(as_text, FLOWS).process_failure_recovery_tasks == {
+        "pre": ["a"],
+        "main": ["b", "c"],
+        "post": [],
+    }
+    as_dict = masakari.conf.for_tests(**{key: {"main": ["x"]}})
+    assert getattr(as_dict, FLOWS).process_failure_recovery_tasks == {"main": ["x"]}
+
+
+# --- loading ------------------------------------------------------------------------------
+
+
+def test_for_tests_overrides() -> None:
+    conf = masakari.conf.for_tests(
+        **{
+            "wait_period_after_service_update": 0,
+            "host_failure.evacuate_all_instances": False,
+            "DEFAULT.verify_interval": 3,
+            "database.connection": "sqlite://",
+        }
+    )
+    assert conf.wait_period_after_service_update == 0
+    assert conf.host_failure.evacuate_all_instances is False
+    assert conf.verify_interval == 3
+    assert conf.database.connection == "sqlite://"
+
+
+def test_for_tests_rejects_unknown_options() -> None:
+    with pytest.raises(cfg.NoSuchOptError):
+        masakari.conf.for_tests(not_an_option=1)
+    with pytest.raises(cfg.NoSuchGroupError):
+        masakari.conf.for_tests(**{"nowhere.host": "x"})
+
+
+def test_for_tests_ignores_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OS_DEFAULT__VERIFY_INTERVAL", "7")
+    assert masakari.conf.for_tests().verify_interval == 1
+
+
+def test_each_call_gives_a_new_object() -> None:
+    first = masakari.conf.for_tests(verify_interval=5)
+    assert masakari.conf.for_tests().verify_interval == 1
+    assert first.verify_interval == 5
+
+
+def test_register_opts_is_idempotent_even_after_parsing() -> None:
+    conf = masakari.conf.for_tests()
+    masakari.conf.register_opts(conf)
+    masakari.conf.register_opts(conf)
+    assert conf.masakari_api_listen_port == 15868
+
+
+def test_database_defaults(conf: cfg.ConfigOpts) -> None:
+    assert conf.state_path == conf.pybasedir
+    assert conf.database.connection == f"sqlite:///{conf.pybasedir}/masakari.sqlite"
+    assert conf.taskflow.connection is None
+
+
+def test_library_defaults_are_per_object(conf: cfg.ConfigOpts) -> None:
+    from oslo_middleware import cors
+
+    assert conf.control_exchange == "masakari"
+    assert conf.cors.allow_methods == ["GET", "PUT", "POST", "DELETE", "PATCH"]
+    assert "X-Openstack-Request-Id" in conf.cors.allow_headers
+    assert "X-Subject-Token" in conf.cors.expose_headers
+    # The module-level options stay as the library made them.
+    module_default = {opt.name: opt.default for opt in cors.CORS_OPTS}["allow_methods"]
+    assert module_default != ["GET", "PUT", "POST", "DELETE", "PATCH"]
+    plain = cfg.ConfigOpts()
+    plain.register_opts(cors.CORS_OPTS, group="cors")
+    plain([])
+    assert plain.cors.allow_methods == module_default
+
+
+def test_load_reads_cli_dir_and_version(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    confd = tmp_path / "masakari.conf.d"
+    confd.mkdir()
+    (confd / "10-port.conf").write_text("[DEFAULT]\nmasakari_api_listen_port = 9999\n")
+    path = _conf_file(tmp_path, "[DEFAULT]\nverify_interval = 4\n")
+    loaded = masakari.conf.load(
+        ["--config-file", path, "--config-dir", str(confd)], default_config_files=[]
+    )
+    assert loaded.verify_interval == 4
+    assert loaded.masakari_api_listen_port == 9999
+    assert loaded.config_file == [path]
+    assert loaded.project == "masakari"
+    assert masakari.conf.version() == metadata.version("masakari") == "22.0.0"
+
+    with pytest.raises(SystemExit):
+        masakari.conf.load(["--version"], default_config_files=[], prog="masakari-engine")
+    assert "22.0.0" in capsys.readouterr().out
+
+
+def test_load_finds_default_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    home_dir = tmp_path / ".masakari"
+    home_dir.mkdir()
+    (home_dir / "masakari.conf").write_text("[DEFAULT]\nverify_interval = 6\n")
+    loaded = masakari.conf.load([], prog="masakari-engine")
+    assert loaded.verify_interval == 6
+
+
+def test_load_rejects_bad_values(tmp_path: Path) -> None:
+    path = _conf_file(tmp_path, "[DEFAULT]\nauth_strategy = ldap\nmasakari_api_listen_port = 0\n")
+    loaded = masakari.conf.load(["--config-file", path], default_config_files=[])
+    with pytest.raises(cfg.ConfigFileValueError):
+        loaded.auth_strategy  # noqa: B018
+    with pytest.raises(cfg.ConfigFileValueError):
+        loaded.masakari_api_listen_port  # noqa: B018
+
+
+DEPLOYER_CONF = """
+[DEFAULT]
+debug = True
+log_dir = {tmp}/log
+transport_url = rabbit://masakari:secret@rabbit:5672/
+control_exchange = masakari
+auth_strategy = keystone
+masakari_api_listen = 192.0.2.10
+masakari_api_workers = 4
+os_privileged_user_name = nova
+os_privileged_user_password = pw
+os_privileged_user_tenant = service
+os_privileged_user_auth_url = http://keystone:5000/v3
+duplicate_notification_detection_interval = 60
+wait_period_after_service_update = 30
+notification_delay_max = 0
+graceful_shutdown_timeout = 60
+host = compute-ha-1
+monkey_patch = false
+nova_api_timeout = 30
+engine_poll_interval = 1.5
+
+[database]
+connection = mysql+pymysql://masakari:pw@db/masakari?charset=utf8
+max_retries = -1
+
+[taskflow]
+connection = mysql+pymysql://masakari:pw@db/masakari_taskflow
+
+[keystone_authtoken]
+www_authenticate_uri = http://keystone:5000
+auth_url = http://keystone:5000
+memcached_servers = memcache:11211
+auth_type = password
+project_domain_name = Default
+user_domain_name = Default
+project_name = service
+username = masakari
+password = pw
+service_token_roles_required = true
+
+[oslo_messaging_notifications]
+driver = messagingv2
+
+[oslo_messaging_rabbit]
+rabbit_ha_queues = true
+heartbeat_timeout_threshold = 30
+
+[oslo_policy]
+policy_file = /etc/masakari/policy.yaml
+
+[oslo_middleware]
+enable_proxy_headers_parsing = true
+max_request_body_size = 65536
+
+[cors]
+allowed_origin = https://dashboard.example.com
+
+[oslo_concurrency]
+lock_path = {tmp}/lock
+
+[coordination]
+backend_url = etcd3+http://etcd:2379
+
+[wsgi]
+api_paste_config = /etc/masakari/api-paste.ini
+
+[host_failure]
+evacuate_all_instances = false
+ignore_instances_in_error_state = true
+force_down_fenced_host = true
+
+[instance_failure]
+process_all_instances = true
+
+[taskflow_driver_recovery_flows]
+host_auto_failure_recovery_tasks = {flows}
+
+[osapi_v1]
+project_id_regex = [0-9a-z]+
+
+[ssl]
+ca_file = /etc/ssl/ca.pem
+
+[oslo_versionedobjects]
+fatal_exception_format_errors = false
+"""
+
+
+def _every_option(conf: cfg.ConfigOpts) -> list[tuple[str, str]]:
+    groups = opts.list_opts() + opts.list_recovery_workflow_opts() + list(libraries.library_opts())
+    names = []
+    for group, group_opts in groups:
+        name = group.name if isinstance(group, cfg.OptGroup) else (group or "DEFAULT")
+        names.extend((name, opt.dest) for opt in group_opts)
+    return names
+
+
+def test_deployer_conf_parses(tmp_path: Path) -> None:
+    flows = (
+        "pre:[disable_compute_service_task],main:[prepare_HA_enabled_instances_task],"
+        "post:[evacuate_instances_task]"
+    )
+    path = _conf_file(tmp_path, DEPLOYER_CONF.format(tmp=tmp_path, flows=flows))
+    loaded = masakari.conf.load(["--config-file", path], default_config_files=[])
+    # Reading every option makes oslo.config convert and check every value.
+    for group, name in _every_option(loaded):
+        _value(loaded, group, name)
+    assert loaded.debug is True
+    assert loaded.transport_url.startswith("rabbit://")
+    assert loaded.database.connection.startswith("mysql+pymysql://")
+    assert loaded.database.max_retries == -1
+    assert loaded.keystone_authtoken.auth_type == "password"
+    assert loaded.keystone_authtoken.www_authenticate_uri == "http://keystone:5000"
+    assert loaded.oslo_messaging_notifications.driver == ["messagingv2"]
+    assert loaded.oslo_policy.policy_file == "/etc/masakari/policy.yaml"
+    assert loaded.oslo_middleware.enable_proxy_headers_parsing is True
+    assert loaded.oslo_middleware.max_request_body_size == 65536
+    assert loaded.cors.allowed_origin == ["https://dashboard.example.com"]
+    assert loaded.oslo_concurrency.lock_path == f"{tmp_path}/lock"
+    assert loaded.coordination.backend_url == "etcd3+http://etcd:2379"
+    assert loaded.host_failure.force_down_fenced_host is True
+    assert loaded.host == "compute-ha-1"
+    assert loaded.nova_api_timeout == 30.0
+    assert loaded.engine_poll_interval == 1.5
+    assert loaded.osapi_v1.project_id_regex == "[0-9a-z]+"
+    assert getattr(loaded, FLOWS).host_auto_failure_recovery_tasks["post"] == [
+        "evacuate_instances_task"
+    ]
+
+
+def test_library_consumers_accept_the_registered_options(tmp_path: Path) -> None:
+    """The libraries register their own option objects later: they must not clash."""
+    from keystonemiddleware import auth_token
+    from oslo_middleware import cors, http_proxy_to_wsgi, sizelimit
+    from oslo_policy import policy
+
+    conf = masakari.conf.for_tests(**{"oslo_concurrency.lock_path": str(tmp_path)})
+
+    def app(environ: Any, start_response: Any) -> list[bytes]:
+        return []
+
+    cors.CORS(app, conf)
+    http_proxy_to_wsgi.HTTPProxyToWSGI(app, conf)
+    sizelimit.RequestBodySizeLimiter(app, conf)
+    auth_token.AuthProtocol(app, {"oslo_config_config": conf})
+    policy.Enforcer(conf)
+
+    import oslo_messaging
+
+    transport = oslo_messaging.get_rpc_transport(conf, url="fake:/")
+    oslo_messaging.get_notification_transport(conf, url="fake:/")
+    transport.cleanup()
+    assert conf.cors.allow_methods == ["GET", "PUT", "POST", "DELETE", "PATCH"]
+
+
+def test_setup_logging_writes_to_configured_file(tmp_path: Path) -> None:
+    root = logging.getLogger()
+    saved = (root.handlers[:], root.level)
+    log_file = tmp_path / "masakari.log"
+    conf = masakari.conf.for_tests(log_file=str(log_file), use_stderr=False)
+    try:
+        masakari.conf.setup_logging(conf)
+        logging.getLogger("masakari.test").warning("hello from the test")
+    finally:
+        for handler in root.handlers:
+            if handler not in saved[0]:
+                handler.close()
+        root.handlers[:] = saved[0]
+        root.setLevel(saved[1])
+    assert "hello from the test" in log_file.read_text()
+
+
+# --- sample generation --------------------------------------------------------------------
+
+
+def test_entry_points_resolve() -> None:
+    points = {ep.name: ep for ep in metadata.entry_points(group="oslo.config.opts")}
+    assert points["masakari.conf"].load() is opts.list_opts
+    assert points["customized_recovery_flow_opts"].load() is opts.list_recovery_workflow_opts
+
+
+def _generate(namespaces: list[str]) -> str:
+    gen_conf = cfg.ConfigOpts()
+    generator.register_cli_opts(gen_conf)
+    gen_conf(["--wrap-width", "80"] + [f"--namespace={ns}" for ns in namespaces])
+    out = io.StringIO()
+    generator.generate(gen_conf, output_file=out)
+    return out.getvalue()
+
+
+def _sections(sample: str) -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {}
+    current = ""
+    for line in sample.splitlines():
+        if line.startswith("[") and line.endswith("]"):
+            current = line[1:-1]
+        elif match := re.match(r"#(\w+) =", line):
+            found.setdefault(current, set()).add(match.group(1))
+    return found
+
+
+def test_generator_prints_every_reference_option() -> None:
+    ref = _reference()
+    sections = _sections(_generate(["masakari.conf", "customized_recovery_flow_opts"]))
+    for group, items in ref.items():
+        assert {item["name"] for item in items} <= sections[group], group
+    assert "taskflow_driver_recovery_flows" not in _sections(_generate(["masakari.conf"]))
+
+
+def test_committed_sample_lists_every_option() -> None:
+    sample = (REPO / "etc/masakari/masakari.conf.sample").read_text()
+    sections = _sections(sample)
+    for group, name in _declared():
+        assert name in sections[group], f"{group}.{name} missing: regenerate the sample"
+    for section in ("keystone_authtoken", "database", "oslo_policy", "cors", "oslo_middleware"):
+        assert section in sections
+    # Machine-specific defaults must not leak into the committed file.
+    assert str(REPO) not in sample
+    assert socket.gethostname() not in sample.replace("#host = <HOSTNAME>", "")
