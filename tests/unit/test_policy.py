@@ -1,0 +1,276 @@
+"""masakari.policies and masakari.policy: the 27 default rules, overrides, entry points."""
+
+from __future__ import annotations
+
+import json
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from oslo_config import cfg
+from oslo_policy import generator
+from oslo_policy import policy as oslo_policy
+
+import masakari.conf
+from masakari import exception, policies, policy
+from masakari.policies import (
+    base,
+    extension_info,
+    hosts,
+    notifications,
+    segments,
+    versions,
+    vmoves,
+)
+
+REFERENCE_POLICY = Path("/work/shared/spec/reference/policy-effective.json")
+
+ADMIN = {"user_id": "u-admin", "project_id": "p-admin", "roles": ["admin", "member", "reader"]}
+MEMBER = {"user_id": "u-member", "project_id": "p-member", "roles": ["member", "reader"]}
+
+
+def _reference() -> dict[str, str]:
+    if not REFERENCE_POLICY.exists():
+        pytest.skip(f"reference facts not available: {REFERENCE_POLICY}")
+    # The file holds one '"name": "check"' line per rule: a YAML mapping.
+    return yaml.safe_load(REFERENCE_POLICY.read_text())
+
+
+def _api_rules() -> list[str]:
+    return [r.name for r in policies.list_rules() if r.check_str == base.RULE_ADMIN_API]
+
+
+@pytest.fixture(scope="module")
+def enforcer() -> oslo_policy.Enforcer:
+    return policy.make_enforcer(masakari.conf.for_tests())
+
+
+def _enforcer_with_file(tmp_path: Path, name: str, content: str) -> oslo_policy.Enforcer:
+    path = tmp_path / name
+    path.write_text(content)
+    return policy.make_enforcer(masakari.conf.for_tests(**{"oslo_policy.policy_file": str(path)}))
+
+
+# --- the defaults -------------------------------------------------------------------------
+
+
+def test_rules_equal_reference_in_order() -> None:
+    reference = _reference()
+    rules = policies.list_rules()
+    assert len(rules) == 27
+    assert [(r.name, r.check_str) for r in rules] == list(reference.items())
+
+
+def test_constants_name_the_rules() -> None:
+    names = {r.name for r in policies.list_rules()}
+    constants = {
+        segments.INDEX,
+        segments.DETAIL,
+        segments.CREATE,
+        segments.UPDATE,
+        segments.DELETE,
+        segments.DISCOVERABLE,
+        hosts.INDEX,
+        hosts.DETAIL,
+        hosts.CREATE,
+        hosts.UPDATE,
+        hosts.DELETE,
+        hosts.DISCOVERABLE,
+        notifications.INDEX,
+        notifications.DETAIL,
+        notifications.CREATE,
+        notifications.DISCOVERABLE,
+        vmoves.INDEX,
+        vmoves.DETAIL,
+        vmoves.DISCOVERABLE,
+        extension_info.INDEX,
+        extension_info.DETAIL,
+        extension_info.DISCOVERABLE,
+        versions.INDEX,
+        versions.DISCOVERABLE,
+        base.CONTEXT_IS_ADMIN,
+        base.ADMIN_OR_OWNER,
+        base.ADMIN_API,
+    }
+    assert constants == names
+    assert segments.CREATE == "os_masakari_api:segments:create"
+    assert hosts.UPDATE == "os_masakari_api:os-hosts:update"
+
+
+def test_documented_operations() -> None:
+    operations = {
+        r.name: [(op["method"], op["path"]) for op in r.operations]
+        for r in policies.list_rules()
+        if isinstance(r, oslo_policy.DocumentedRuleDefault)
+    }
+    assert operations == {
+        extension_info.INDEX: [("GET", "/extensions")],
+        extension_info.DETAIL: [("GET", "/extensions/{extensions_id}")],
+        hosts.INDEX: [("GET", "/segments/{segment_id}/hosts")],
+        hosts.DETAIL: [("GET", "/segments/{segment_id}/hosts/{host_id}")],
+        hosts.CREATE: [("POST", "/segments/{segment_id}/hosts")],
+        hosts.UPDATE: [("PUT", "/segments/{segment_id}/hosts/{host_id}")],
+        hosts.DELETE: [("DELETE", "/segments/{segment_id}/hosts/{host_id}")],
+        notifications.INDEX: [("GET", "/notifications")],
+        notifications.DETAIL: [("GET", "/notifications/{notification_id}")],
+        notifications.CREATE: [("POST", "/notifications")],
+        segments.INDEX: [("GET", "/segments")],
+        segments.DETAIL: [("GET", "/segments/{segment_id}")],
+        segments.CREATE: [("POST", "/segments")],
+        segments.UPDATE: [("PUT", "/segments/{segment_id}")],
+        segments.DELETE: [("DELETE", "/segments/{segment_id}")],
+        versions.INDEX: [("GET", "/")],
+        vmoves.INDEX: [("GET", "/notifications/{notification_id}/vmoves")],
+        vmoves.DETAIL: [("GET", "/notifications/{notification_id}/vmoves/{vmove_id}")],
+    }
+    for rule in policies.list_rules():
+        assert rule.description, rule.name
+        assert not rule.scope_types, "the reference declares no scope types"
+
+
+# --- enforcement --------------------------------------------------------------------------
+
+
+def test_api_rules_count() -> None:
+    assert len(_api_rules()) == 22
+
+
+@pytest.mark.parametrize("action", [r.name for r in policies.list_rules()])
+def test_admin_is_allowed_everything(enforcer: oslo_policy.Enforcer, action: str) -> None:
+    policy.authorize(enforcer, dict(ADMIN), action)
+
+
+@pytest.mark.parametrize("action", _api_rules())
+def test_member_is_denied_every_api_rule(enforcer: oslo_policy.Enforcer, action: str) -> None:
+    with pytest.raises(exception.PolicyNotAuthorized) as raised:
+        policy.authorize(enforcer, dict(MEMBER), action)
+    assert raised.value.kwargs == {"action": action}
+    assert str(raised.value) == f"Policy doesn't allow {action} to be performed."
+
+
+def test_member_passes_the_open_and_owner_rules(enforcer: oslo_policy.Enforcer) -> None:
+    policy.authorize(enforcer, dict(MEMBER), versions.INDEX)
+    policy.authorize(enforcer, dict(MEMBER), versions.DISCOVERABLE)
+    # admin_or_owner: the default target is the caller's own project.
+    policy.authorize(enforcer, dict(MEMBER), base.ADMIN_OR_OWNER)
+    with pytest.raises(exception.PolicyNotAuthorized):
+        policy.authorize(enforcer, dict(MEMBER), base.ADMIN_OR_OWNER, {"project_id": "other"})
+    with pytest.raises(exception.PolicyNotAuthorized):
+        policy.authorize(enforcer, dict(MEMBER), base.CONTEXT_IS_ADMIN)
+
+
+def test_anonymous_credentials(enforcer: oslo_policy.Enforcer) -> None:
+    policy.authorize(enforcer, {}, versions.INDEX)
+    with pytest.raises(exception.PolicyNotAuthorized):
+        policy.authorize(enforcer, {}, segments.INDEX)
+
+
+def test_is_admin_flag_decides_when_given(enforcer: oslo_policy.Enforcer) -> None:
+    # As with the reference's request context, an explicit is_admin wins over the roles.
+    policy.authorize(enforcer, dict(MEMBER, is_admin=True), segments.CREATE)
+    with pytest.raises(exception.PolicyNotAuthorized):
+        policy.authorize(enforcer, dict(ADMIN, is_admin=False), segments.CREATE)
+    assert policy.check_is_admin(enforcer, ADMIN) is True
+    assert policy.check_is_admin(enforcer, MEMBER) is False
+
+
+def test_role_match_is_case_insensitive(enforcer: oslo_policy.Enforcer) -> None:
+    policy.authorize(enforcer, {"roles": ["Admin"], "project_id": "p"}, hosts.DELETE)
+
+
+def test_credentials_are_not_modified(enforcer: oslo_policy.Enforcer) -> None:
+    creds = dict(MEMBER)
+    with pytest.raises(exception.PolicyNotAuthorized):
+        policy.authorize(enforcer, creds, segments.INDEX)
+    assert creds == MEMBER
+
+
+def test_unknown_action_is_an_error(enforcer: oslo_policy.Enforcer) -> None:
+    with pytest.raises(oslo_policy.PolicyNotRegistered):
+        policy.authorize(enforcer, dict(ADMIN), "os_masakari_api:nothing:index")
+
+
+def test_default_policy_file_name() -> None:
+    assert masakari.conf.for_tests().oslo_policy.policy_file == "policy.yaml"
+
+
+# --- overrides ----------------------------------------------------------------------------
+
+
+def test_yaml_override_opens_one_rule(tmp_path: Path) -> None:
+    enforcer = _enforcer_with_file(tmp_path, "policy.yaml", f'"{segments.INDEX}": "role:member"\n')
+    policy.authorize(enforcer, dict(MEMBER), segments.INDEX)
+    with pytest.raises(exception.PolicyNotAuthorized):
+        policy.authorize(enforcer, dict(MEMBER), segments.DETAIL)
+    # The override replaced the rule: admins without the member role lose it.
+    with pytest.raises(exception.PolicyNotAuthorized):
+        policy.authorize(enforcer, {"roles": ["admin"], "project_id": "p"}, segments.INDEX)
+
+
+def test_json_override_opens_one_rule(tmp_path: Path) -> None:
+    enforcer = _enforcer_with_file(
+        tmp_path, "policy.json", json.dumps({notifications.CREATE: "role:member or rule:admin_api"})
+    )
+    policy.authorize(enforcer, dict(MEMBER), notifications.CREATE)
+    policy.authorize(enforcer, {"roles": ["admin"], "project_id": "p"}, notifications.CREATE)
+    with pytest.raises(exception.PolicyNotAuthorized):
+        policy.authorize(enforcer, dict(MEMBER), notifications.INDEX)
+
+
+def test_overriding_a_base_rule_changes_every_api_rule(tmp_path: Path) -> None:
+    enforcer = _enforcer_with_file(tmp_path, "policy.yaml", '"context_is_admin": "role:ops"\n')
+    policy.authorize(enforcer, {"roles": ["ops"]}, vmoves.INDEX)
+    with pytest.raises(exception.PolicyNotAuthorized):
+        policy.authorize(enforcer, {"roles": ["admin"]}, vmoves.INDEX)
+
+
+def test_relative_policy_file_is_found_next_to_the_config(tmp_path: Path) -> None:
+    (tmp_path / "policy.yaml").write_text(f'"{hosts.INDEX}": "role:member"\n')
+    conf_file = tmp_path / "masakari.conf"
+    conf_file.write_text("[DEFAULT]\n")
+    conf = masakari.conf.load(["--config-file", str(conf_file)], default_config_files=[])
+    policy.authorize(policy.make_enforcer(conf), dict(MEMBER), hosts.INDEX)
+
+
+def test_missing_policy_file_keeps_the_defaults(tmp_path: Path) -> None:
+    conf = masakari.conf.for_tests(**{"oslo_policy.policy_file": str(tmp_path / "absent.yaml")})
+    enforcer = policy.make_enforcer(conf)
+    policy.authorize(enforcer, dict(ADMIN), segments.INDEX)
+    with pytest.raises(exception.PolicyNotAuthorized):
+        policy.authorize(enforcer, dict(MEMBER), segments.INDEX)
+
+
+# --- entry points and generators ----------------------------------------------------------
+
+
+def _entry_point(group: str, name: str) -> Any:
+    return {ep.name: ep for ep in metadata.entry_points(group=group)}[name].load()
+
+
+def test_policies_entry_point() -> None:
+    assert _entry_point("oslo.policy.policies", "masakari") is policies.list_rules
+
+
+def test_enforcer_entry_point_keeps_only_config_arguments(tmp_path: Path) -> None:
+    assert _entry_point("oslo.policy.enforcer", "masakari") is policy.get_enforcer
+    (tmp_path / "custom.yaml").write_text(f'"{vmoves.DETAIL}": "@"\n')
+    conf_file = tmp_path / "masakari.conf"
+    conf_file.write_text("[oslo_policy]\npolicy_file = custom.yaml\n")
+    enforcer = policy.get_enforcer(
+        ["--namespace", "masakari", "--output-file", "out.yaml", f"--config-file={conf_file}"]
+    )
+    assert isinstance(enforcer, oslo_policy.Enforcer)
+    assert len(enforcer.registered_rules) == 27
+    policy.authorize(enforcer, dict(MEMBER), vmoves.DETAIL)
+
+
+def test_sample_generator_lists_every_rule(tmp_path: Path) -> None:
+    out = tmp_path / "policy.yaml.sample"
+    generator.generate_sample(
+        args=["--namespace", "masakari", "--output-file", str(out)], conf=cfg.ConfigOpts()
+    )
+    text = out.read_text()
+    for rule in policies.list_rules():
+        assert f'#"{rule.name}": "{rule.check_str}"' in text
