@@ -1,0 +1,1 @@
+"""Clients of the other OpenStack services masakari calls (Nova)."""

@@ -1,0 +1,424 @@
+"""Nova as masakari reaches it: one keystoneauth session per process, microversion 2.53.
+
+Errors (all raised with the keystoneauth exception chained)::
+
+    masakari.exception.NovaError      status=None: connection failure
+    ├── NovaTimeout                   status=None: no answer within nova_api_timeout
+    └── NovaRequestError              Nova, or Keystone while getting the token, answered an
+                                      error (status = its HTTP status), or keystoneauth could not
+                                      find the endpoint (status=None)
+
+``str()`` of a NovaRequestError is what the reference's ``translate_nova_exception`` printed
+(see :func:`_nova_error`), because the engine stores ``str(exc)`` in vmove messages and the API
+shows it in faults.
+
+Server fields are read through :class:`Server` (``Server.of(client.get_server(id))``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+import requests
+from keystoneauth1 import adapter as ks_adapter
+from keystoneauth1 import exceptions as ks_exc
+from keystoneauth1 import loading as ks_loading
+from keystoneauth1 import plugin as ks_plugin
+from keystoneauth1 import session as ks_session
+from oslo_config import cfg
+
+from masakari import exception
+
+LOG = logging.getLogger(__name__)
+
+# 2.53: services are addressed by UUID (PUT /os-services/{uuid}); the reference pins it too.
+NOVA_API_VERSION = "2.53"
+# Connection failures and timeouts are retried for GETs only: a POST evacuate that timed out
+# may have been carried out, and sending it again would be refused or worse.
+GET_RETRIES = 2
+RETRY_DELAY = 0.5
+
+Query = Sequence[tuple[str, str]]
+
+# novaclient's class and default message per status (novaclient/exceptions.py); any other
+# status is a plain ClientException with "Unknown Error".
+_NOVACLIENT = {
+    400: ("BadRequest", "Bad request"),
+    401: ("Unauthorized", "Unauthorized"),
+    403: ("Forbidden", "Forbidden"),
+    404: ("NotFound", "Not found"),
+    405: ("MethodNotAllowed", "Method Not Allowed"),
+    406: ("NotAcceptable", "Not Acceptable"),
+    409: ("Conflict", "Conflict"),
+    413: ("OverLimit", "Over limit"),
+    429: ("RateLimit", "Rate limit"),
+    501: ("HTTPNotImplemented", "Not Implemented"),
+}
+_TRANSPORT_CLASS = "masakari.exception.MasakariException"
+
+
+class NovaRequestError(exception.NovaError):
+    """Nova or Keystone refused a request.
+
+    ``detail`` is novaclient's full text, for logs; ``reference_class`` is the dotted name of the
+    exception the reference raised in the same case (its API prints it in a 500 fault).
+    """
+
+    def __init__(
+        self, message: str, *, status: int | None, detail: str, reference_class: str
+    ) -> None:
+        super().__init__(message, status=status)
+        self.detail = detail
+        self.reference_class = reference_class
+
+
+def reference_class_name(exc: BaseException) -> str:
+    """The dotted class name the reference would show for this error."""
+    if isinstance(exc, NovaRequestError):
+        return exc.reference_class
+    if isinstance(exc, exception.NovaError):
+        return _TRANSPORT_CLASS
+    return f"{type(exc).__module__}.{type(exc).__qualname__}"
+
+
+def _translated(text: str, status: int | None, fallback_class: str) -> NovaRequestError:
+    """What the reference's translate_nova_exception turns a client error into."""
+    if status == 400:
+        return NovaRequestError(
+            "Invalid input received: " + text,
+            status=status,
+            detail=text,
+            reference_class="masakari.exception.InvalidInput",
+        )
+    if status == 403:
+        return NovaRequestError(
+            text, status=status, detail=text, reference_class="masakari.exception.Forbidden"
+        )
+    return NovaRequestError(text, status=status, detail=text, reference_class=fallback_class)
+
+
+def _nova_error(resp: requests.Response) -> NovaRequestError:
+    """Builds novaclient's text, "<message> (HTTP <status>) (Request-ID: <id>)", from Nova's
+    fault body {"<faultName>": {"code", "message"}}, then translates it as the reference did:
+    400 gets "Invalid input received: " in front, 403 is kept, and 404 and 409 lose Nova's
+    text ("Resource could not be found.", "Conflict") because the reference formats those
+    exceptions without it."""
+    status = resp.status_code
+    name, message = _NOVACLIENT.get(status, ("ClientException", "Unknown Error"))
+    try:
+        body = resp.json()
+    except ValueError:
+        body = None
+    if body:
+        found: Any = "n/a"
+        if isinstance(body, dict):
+            first = body if "message" in body else body[next(iter(body))]
+            found = first.get("message") if isinstance(first, dict) else None
+        message = found or message
+    request_id = resp.headers.get("x-compute-request-id") or resp.headers.get(
+        "x-openstack-request-id"
+    )
+    text = f"{message} (HTTP {status})"
+    if request_id:
+        text += f" (Request-ID: {request_id})"
+    if status == 404:
+        return NovaRequestError(
+            "Resource could not be found.",
+            status=status,
+            detail=text,
+            reference_class="masakari.exception.NotFound",
+        )
+    if status == 409:
+        return NovaRequestError(
+            "Conflict", status=status, detail=text, reference_class="masakari.exception.Conflict"
+        )
+    return _translated(text, status, "novaclient.exceptions." + name)
+
+
+def _keystone_error(exc: ks_exc.ClientException) -> NovaRequestError:
+    """A keystoneauth error that is not about the connection: Keystone answered an error while
+    the token was fetched, or the catalog has no matching compute endpoint."""
+    status = exc.http_status if isinstance(exc, ks_exc.HttpError) else None
+    return _translated(str(exc), status, f"{type(exc).__module__}.{type(exc).__qualname__}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Server:
+    """The fields of a Nova server (admin view at 2.53) that recovery reads."""
+
+    id: str
+    name: str
+    status: str | None
+    host: str | None  # OS-EXT-SRV-ATTR:host, the compute service's host
+    hypervisor_hostname: str | None  # where the reference looks after an evacuation
+    vm_state: str | None
+    task_state: str | None
+    power_state: int | None
+    locked: bool
+    metadata: Mapping[str, str]
+
+    @classmethod
+    def of(cls, server: Mapping[str, Any]) -> Server:
+        return cls(
+            id=server["id"],
+            name=server.get("name", ""),
+            status=server.get("status"),
+            host=server.get("OS-EXT-SRV-ATTR:host"),
+            hypervisor_hostname=server.get("OS-EXT-SRV-ATTR:hypervisor_hostname"),
+            vm_state=server.get("OS-EXT-STS:vm_state"),
+            task_state=server.get("OS-EXT-STS:task_state"),
+            power_state=server.get("OS-EXT-STS:power_state"),
+            locked=bool(server.get("locked", False)),
+            metadata=dict(server.get("metadata") or {}),
+        )
+
+
+class NovaClient:
+    """One method per Nova operation masakari uses; each is one request (pagination aside)."""
+
+    def __init__(
+        self,
+        session: ks_session.Session | ks_adapter.Adapter,
+        *,
+        service_type: str = "compute",
+        service_name: str | None = None,
+        interface: str = "public",
+        region_name: str | None = None,
+        timeout: float | None = 60.0,
+        get_retries: int = GET_RETRIES,
+        retry_delay: float = RETRY_DELAY,
+    ) -> None:
+        """``session`` carries the auth plugin, which caches the token; an Adapter is used as
+        given (the endpoint filters are then its own)."""
+        if isinstance(session, ks_adapter.Adapter):
+            self._adapter = session
+        else:
+            self._adapter = ks_adapter.Adapter(
+                session,
+                service_type=service_type,
+                service_name=service_name,
+                interface=interface,
+                region_name=region_name,
+                default_microversion=NOVA_API_VERSION,
+            )
+        self._timeout = timeout
+        self._get_retries = get_retries
+        self._retry_delay = retry_delay
+
+    @classmethod
+    def from_conf(cls, conf: cfg.ConfigOpts) -> NovaClient:
+        """A client with the privileged user's credentials, as the reference's novaclient()
+        builds them, but one session for all calls."""
+        service_type, service_name, interface = conf.nova_catalog_admin_info.split(":")
+        try:
+            auth: ks_plugin.BaseAuthPlugin = ks_loading.get_plugin_loader(
+                _auth_type(conf)
+            ).load_from_options(
+                auth_url=conf.os_privileged_user_auth_url,
+                username=conf.os_privileged_user_name,
+                password=conf.os_privileged_user_password,
+                project_name=conf.os_privileged_user_tenant,
+                user_domain_name=conf.os_user_domain_name,
+                project_domain_name=conf.os_project_domain_name,
+                system_scope=conf.os_system_scope,
+            )
+        except ks_exc.ClientException as exc:
+            raise _keystone_error(exc) from exc
+        # The same rule as keystoneauth's session loader, which the reference used.
+        verify: bool | str = (
+            False if conf.nova_api_insecure else (conf.nova_ca_certificates_file or True)
+        )
+        # The session timeout covers the token requests; Nova calls pass their own.
+        session = ks_session.Session(
+            auth=auth, verify=verify, timeout=conf.nova_api_timeout, app_name="masakari"
+        )
+        return cls(
+            session,
+            service_type=service_type,
+            service_name=service_name or None,
+            interface=interface,
+            region_name=conf.os_region_name,
+            timeout=conf.nova_api_timeout,
+        )
+
+    # --- compute services -------------------------------------------------------------------
+
+    def find_compute_services(self, host: str) -> list[dict[str, Any]]:
+        """GET /os-services?host=H&binary=nova-compute (the reference's query)."""
+        body = self._call("GET", "/os-services", query=[("host", host), ("binary", "nova-compute")])
+        return list(body["services"])
+
+    def get_compute_service(self, host: str) -> dict[str, Any]:
+        """The nova-compute service of ``host``; the first one, as the reference takes."""
+        services = self.find_compute_services(host)
+        if not services:
+            raise exception.ComputeNotFoundByName(compute_name=host)
+        return services[0]
+
+    def disable_service(self, service_id: str, reason: str | None) -> None:
+        """PUT /os-services/{uuid}; without a reason the body has none, as in the reference."""
+        LOG.info("Disable nova-compute service %s", service_id)
+        body: dict[str, Any] = {"status": "disabled"}
+        if reason:
+            body["disabled_reason"] = reason
+        self._call("PUT", f"/os-services/{service_id}", body=body)
+
+    def enable_service(self, service_id: str) -> None:
+        LOG.info("Enable nova-compute service %s", service_id)
+        self._call("PUT", f"/os-services/{service_id}", body={"status": "enabled"})
+
+    def force_down_service(self, service_id: str, forced_down: bool = True) -> None:
+        LOG.info("Set forced_down=%s on nova-compute service %s", forced_down, service_id)
+        self._call("PUT", f"/os-services/{service_id}", body={"forced_down": forced_down})
+
+    # --- servers ----------------------------------------------------------------------------
+
+    def list_servers_on_host(self, host: str) -> list[dict[str, Any]]:
+        """Every server on ``host``, newest first.
+
+        The first request is the reference's (all_tenants=True&host=H); it stopped there, this
+        one follows the servers_links "next" link that Nova adds to a full page (more than
+        [api]/max_limit servers, 1000 by default). Only the link's query is used: the path is
+        the adapter's endpoint, whatever host name Nova put in the link.
+        """
+        query: Query = [("all_tenants", "True"), ("host", host)]
+        servers: list[dict[str, Any]] = []
+        markers: set[str] = set()
+        while True:
+            body = self._call("GET", "/servers/detail", query=query)
+            page = body.get("servers") or []
+            servers.extend(page)
+            link = next(
+                (x.get("href") for x in body.get("servers_links") or [] if x.get("rel") == "next"),
+                None,
+            )
+            if not page or not link:
+                return servers
+            query = parse_qsl(urlsplit(link).query, keep_blank_values=True)
+            marker = dict(query).get("marker", "")
+            if marker in markers:  # a Nova that repeats itself must not loop us forever
+                return servers
+            markers.add(marker)
+
+    def get_server(self, server_id: str) -> dict[str, Any]:
+        return dict(self._call("GET", f"/servers/{server_id}")["server"])
+
+    def lock_server(self, server_id: str) -> None:
+        LOG.info("Lock instance %s", server_id)
+        self._action(server_id, {"lock": None})
+
+    def unlock_server(self, server_id: str) -> None:
+        LOG.info("Unlock instance %s", server_id)
+        self._action(server_id, {"unlock": None})
+
+    def reset_state(self, server_id: str, state: str = "error") -> None:
+        """os-resetState: Nova accepts "active" and "error"."""
+        LOG.info("Reset the state of instance %s to %s", server_id, state)
+        self._action(server_id, {"os-resetState": {"state": state}})
+
+    def stop_server(self, server_id: str) -> None:
+        LOG.info("Stop instance %s", server_id)
+        self._action(server_id, {"os-stop": None})
+
+    def start_server(self, server_id: str) -> None:
+        LOG.info("Start instance %s", server_id)
+        self._action(server_id, {"os-start": None})
+
+    def evacuate(self, server_id: str, host: str | None = None) -> None:
+        """Without ``host`` Nova's scheduler picks the destination."""
+        LOG.info("Evacuate instance %s to %s", server_id, host or "a host Nova chooses")
+        self._action(server_id, {"evacuate": {"host": host} if host else {}})
+
+    # --- aggregates -------------------------------------------------------------------------
+
+    def list_aggregates(self) -> list[dict[str, Any]]:
+        return list(self._call("GET", "/os-aggregates")["aggregates"])
+
+    def add_host_to_aggregate(self, aggregate_id: int | str, host: str) -> None:
+        LOG.info("Add host %s to aggregate %s", host, aggregate_id)
+        self._call(
+            "POST", f"/os-aggregates/{aggregate_id}/action", body={"add_host": {"host": host}}
+        )
+
+    # --- transport --------------------------------------------------------------------------
+
+    def _action(self, server_id: str, body: dict[str, Any]) -> None:
+        self._call("POST", f"/servers/{server_id}/action", body=body)
+
+    def _call(self, method: str, path: str, *, query: Query | None = None, body: Any = None) -> Any:
+        """One request at NOVA_API_VERSION; an error answer or a transport failure raises."""
+        kwargs: dict[str, Any] = {}
+        if body is not None:
+            kwargs["json"] = body
+        if query:
+            kwargs["params"] = list(query)
+        try:
+            resp = self._adapter.request(
+                path,
+                method,
+                raise_exc=False,
+                microversion=NOVA_API_VERSION,
+                timeout=self._timeout,
+                connect_retries=self._get_retries if method == "GET" else 0,
+                connect_retry_delay=self._retry_delay,
+                **kwargs,
+            )
+        except ks_exc.ConnectTimeout as exc:
+            raise exception.NovaTimeout(service="Nova") from exc
+        except ks_exc.ConnectionError as exc:
+            raise exception.NovaError(service="Nova") from exc
+        except ks_exc.ClientException as exc:
+            raise _keystone_error(exc) from exc
+        if resp.status_code >= 400:
+            err = _nova_error(resp)
+            LOG.warning("Nova answered %s %s: %s", method, path, err.detail)
+            raise err
+        if not resp.content:
+            return None
+        try:
+            return resp.json()
+        except ValueError as exc:  # a proxy's page, say: still a failed call
+            raise exception.NovaError(
+                f"Nova answered {method} {path} with a body that is not JSON.",
+                status=resp.status_code,
+            ) from exc
+
+
+def _auth_type(conf: cfg.ConfigOpts) -> str:
+    """[keystone_authtoken]/auth_type names the plugin, as in the reference; keystonemiddleware
+    registers that group, so a conf without it falls back to the password plugin."""
+    try:
+        name = conf.keystone_authtoken.auth_type
+    except (cfg.NoSuchOptError, cfg.NoSuchGroupError):
+        name = None
+    return str(name or "password")
+
+
+_clients: dict[int, tuple[int, cfg.ConfigOpts, NovaClient]] = {}
+_clients_lock = threading.Lock()
+
+
+def get_client(conf: cfg.ConfigOpts) -> NovaClient:
+    """The process's client for ``conf``, built on first use: one session, one cached token.
+
+    Keyed by process id as well, so that a forked API worker builds its own connection pool
+    instead of sharing its parent's sockets.
+    """
+    with _clients_lock:
+        entry = _clients.get(id(conf))
+        if entry is None or entry[0] != os.getpid() or entry[1] is not conf:
+            entry = (os.getpid(), conf, NovaClient.from_conf(conf))
+            _clients[id(conf)] = entry
+        return entry[2]
+
+
+def forget_clients() -> None:
+    """Drops the cached clients (tests that change the options of one conf object)."""
+    with _clients_lock:
+        _clients.clear()
