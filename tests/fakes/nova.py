@@ -1,0 +1,1241 @@
+"""A Keystone v3 and Nova v2.1 simulator on loopback, for functional tests and benchmarks.
+
+Usage::
+
+    with NovaSimulator(clock=FakeClock()) as sim:
+        sim.add_service("compute-1")
+        sim.add_service("compute-2")
+        sim.add_server(host="compute-1", metadata={"HA_Enabled": "True"})
+        nova = sim.client()                  # a NovaClient with a keystone session
+        sim.power_off("compute-1")
+        sim.clock.advance(61)                # past service_down_time: state "down"
+        sim.fail(500, method="POST", action="evacuate", times=1)
+        sim.nova_calls()                     # what the client sent, golden-shaped
+
+URL space: ``/identity`` (Keystone: versions, ``/v3``, ``/v3/auth/tokens``) and
+``/compute/v2.1`` (Nova). The Nova rules are those of the conformance fake
+(/work/shared/conformance/FORMAT.md) plus a heartbeat per service, evacuations
+that take time, slow answers and a clock that tests can move.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+import random
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TYPE_CHECKING, Any, Protocol
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+from keystoneauth1 import session as ks_session
+from keystoneauth1.identity import v3
+
+if TYPE_CHECKING:
+    from masakari.compute.nova import NovaClient
+
+ADMIN_TOKEN = "admin-token"
+MEMBER_TOKEN = "member-token"
+# Hex, like Keystone's ids: the API checks /v1/{project_id} against [osapi_v1]/project_id_regex.
+ADMIN_PROJECT_ID = uuid.uuid5(uuid.NAMESPACE_URL, "nova-sim:project:admin").hex
+MEMBER_PROJECT_ID = uuid.uuid5(uuid.NAMESPACE_URL, "nova-sim:project:demo").hex
+SERVICE_PROJECT_ID = uuid.uuid5(uuid.NAMESPACE_URL, "nova-sim:project:service").hex
+
+IDENTITY_PREFIX = "/identity"
+COMPUTE_PREFIX = "/compute/v2.1"
+MAX_MICROVERSION = (2, 96)
+
+_POWER = {"active": 1, "stopped": 4, "paused": 3, "suspended": 7, "shelved": 4, "error": 0}
+_STATUS = {
+    "active": "ACTIVE",
+    "stopped": "SHUTOFF",
+    "paused": "PAUSED",
+    "suspended": "SUSPENDED",
+    "resized": "VERIFY_RESIZE",
+    "rescued": "RESCUE",
+    "shelved": "SHELVED",
+    "shelved_offloaded": "SHELVED_OFFLOADED",
+    "building": "BUILD",
+    "error": "ERROR",
+}
+_FAULT_NAMES = {
+    400: "badRequest",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "itemNotFound",
+    405: "badMethod",
+    409: "conflictingRequest",
+    413: "overLimit",
+    500: "computeFault",
+    501: "notImplemented",
+    503: "serviceUnavailable",
+}
+_DEFAULT_MESSAGES = {
+    400: "Bad request.",
+    403: "Policy does not allow this action.",
+    404: "The resource could not be found.",
+    409: "Conflict.",
+    500: "Unexpected API Error.",
+    503: "Service Unavailable.",
+}
+
+
+# --- clocks -------------------------------------------------------------------------------
+
+
+class Clock(Protocol):
+    def now(self) -> float: ...
+
+
+class RealClock:
+    def now(self) -> float:
+        return time.time()
+
+
+class FakeClock:
+    """Moves only when a test says so, so a 60 s service_down_time costs nothing."""
+
+    def __init__(self, start: float = 1_767_225_600.0) -> None:
+        self._now = start
+        self._lock = threading.Lock()
+
+    def now(self) -> float:
+        with self._lock:
+            return self._now
+
+    def advance(self, seconds: float) -> None:
+        with self._lock:
+            self._now += seconds
+
+
+def _iso(epoch: float) -> str:
+    return datetime.datetime.fromtimestamp(epoch, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")
+
+
+# --- the model ----------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Service:
+    id: str
+    host: str
+    binary: str = "nova-compute"
+    status: str = "enabled"
+    disabled_reason: str | None = None
+    forced_down: bool = False
+    zone: str = "nova"
+    hypervisor_hostname: str = ""
+    # A running host heartbeats all the time; a powered-off one keeps its last heartbeat.
+    alive: bool = True
+    last_heartbeat: float = 0.0
+
+
+@dataclasses.dataclass
+class Server:
+    id: str
+    name: str
+    host: str | None
+    vm_state: str = "active"
+    task_state: str | None = None
+    power_state: int = 1
+    locked: bool = False
+    metadata: dict[str, str] = dataclasses.field(default_factory=dict)
+    tenant_id: str = MEMBER_PROJECT_ID
+    user_id: str = "user-demo"
+
+
+@dataclasses.dataclass
+class Aggregate:
+    id: int
+    name: str
+    hosts: list[str] = dataclasses.field(default_factory=list)
+    availability_zone: str | None = None
+    metadata: dict[str, str] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass
+class Fault:
+    """An injected misbehaviour; ``kind`` is status, delay, never_move, ignore_action or
+    evacuate_error."""
+
+    kind: str
+    method: str | None = None
+    path: str | None = None
+    action: str | None = None
+    server: str | None = None
+    status: int = 500
+    message: str | None = None
+    apply: bool = False
+    seconds: float = 0.0
+    times: int | None = None
+    used: int = 0
+
+    def matches(self, method: str, path: str, action: str | None, server: str | None) -> bool:
+        if self.times is not None and self.used >= self.times:
+            return False
+        if self.method and self.method.upper() != method:
+            return False
+        if self.path and not _path_matches(self.path, path):
+            return False
+        if self.action and self.action != action:
+            return False
+        return not (self.server and self.server != server)
+
+
+@dataclasses.dataclass
+class Evacuation:
+    due: float
+    server: str
+    dest: str | None
+
+
+@dataclasses.dataclass
+class Call:
+    seq: int
+    time: float
+    method: str
+    path: str
+    query: list[list[str]]
+    body: Any
+    microversion: str | None
+    status: int = 0
+
+    def shape(self) -> dict[str, Any]:
+        """The call as the conformance goldens record it."""
+        return {
+            "method": self.method,
+            "path": self.path,
+            "query": self.query,
+            "body": self.body,
+            "microversion": self.microversion,
+            "status": self.status,
+        }
+
+
+class NovaFault(Exception):
+    """An error answer: Nova's body is {faultName: {code, message}}."""
+
+    def __init__(self, status: int, message: str | None = None) -> None:
+        self.status = status
+        self.message = message or _DEFAULT_MESSAGES.get(status, "Injected fault.")
+        super().__init__(self.message)
+
+
+def _path_matches(pattern: str, path: str) -> bool:
+    want, got = pattern.strip("/").split("/"), path.strip("/").split("/")
+    return len(want) == len(got) and all(
+        w == g or (w.startswith("{") and w.endswith("}")) for w, g in zip(want, got, strict=True)
+    )
+
+
+@dataclasses.dataclass
+class Request:
+    method: str
+    path: str  # without the /compute/v2.1 prefix
+    parts: list[str]
+    query: list[tuple[str, str]]
+    body: Any
+    microversion: tuple[int, int]
+    is_admin: bool
+
+    @property
+    def params(self) -> dict[str, str]:
+        return dict(self.query)
+
+    @property
+    def action(self) -> str | None:
+        if isinstance(self.body, dict) and len(self.body) == 1:
+            return str(next(iter(self.body)))
+        return None
+
+
+# --- the simulator ------------------------------------------------------------------------
+
+Delay = float | tuple[float, float]
+
+
+class NovaSimulator:
+    """Nova's state and rules, Keystone's tokens, faults and the record of calls."""
+
+    def __init__(
+        self,
+        *,
+        clock: Clock | None = None,
+        service_down_time: float = 60.0,
+        evacuate_delay: Delay = 0.0,
+        seed: int = 0,
+        max_limit: int = 1000,
+        users: Mapping[str, str] | None = None,
+    ) -> None:
+        self.clock: Clock = clock or RealClock()
+        self.service_down_time = service_down_time
+        self.max_limit = max_limit
+        # None: any password authenticates, like the conformance fake.
+        self.users = dict(users) if users is not None else None
+        self.lock = threading.RLock()
+        self.services: list[Service] = []
+        self.servers: list[Server] = []
+        self.aggregates: list[Aggregate] = []
+        self.faults: list[Fault] = []
+        self.evacuations: list[Evacuation] = []
+        self.calls: list[Call] = []
+        self.keystone_calls: list[tuple[str, str]] = []
+        self.tokens: dict[str, dict[str, Any]] = {
+            ADMIN_TOKEN: _token_info("admin", "admin", ADMIN_PROJECT_ID, ["admin", "member"]),
+            MEMBER_TOKEN: _token_info("demo", "demo", MEMBER_PROJECT_ID, ["member", "reader"]),
+        }
+        self._issued = 0
+        self.set_evacuate_delay(evacuate_delay, seed)
+        self._stopping = threading.Event()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> NovaSimulator:
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()  # wakes the handlers that sleep in a delay fault
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> NovaSimulator:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def base_url(self) -> str:
+        assert self._httpd is not None, "start() the simulator first"
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+
+    @property
+    def auth_url(self) -> str:
+        return self.base_url + IDENTITY_PREFIX + "/v3"
+
+    @property
+    def compute_url(self) -> str:
+        return self.base_url + COMPUTE_PREFIX
+
+    def session(
+        self, *, username: str = "masakari", password: str = "secret", timeout: float = 10.0
+    ) -> ks_session.Session:
+        """A keystone session authenticating as a service user of the 'service' project."""
+        auth = v3.Password(
+            auth_url=self.auth_url,
+            username=username,
+            password=password,
+            project_name="service",
+            user_domain_name="Default",
+            project_domain_name="Default",
+        )
+        return ks_session.Session(auth=auth, timeout=timeout)
+
+    def client(self, **kwargs: Any) -> NovaClient:
+        """A NovaClient with its own session; keyword arguments go to NovaClient."""
+        from masakari.compute.nova import NovaClient
+
+        return NovaClient(self.session(), **kwargs)
+
+    def conf_overrides(self, password: str = "secret") -> dict[str, Any]:
+        """Registered options that point masakari at the simulator, for
+        ``masakari.conf.for_tests(**sim.conf_overrides())``."""
+        return {
+            "os_privileged_user_name": "masakari",
+            "os_privileged_user_password": password,
+            "os_privileged_user_tenant": "service",
+            "os_privileged_user_auth_url": self.auth_url,
+            "nova_catalog_admin_info": "compute:nova:publicURL",
+            "keystone_authtoken.auth_type": "password",
+            "keystone_authtoken.www_authenticate_uri": self.auth_url,
+        }
+
+    def authtoken_plugin_options(self, password: str = "secret") -> dict[str, str]:
+        """[keystone_authtoken] options of the password plugin, which keystonemiddleware
+        registers only when it loads the plugin: set them after that (or write them in a
+        masakari.conf) for the middleware to validate tokens here."""
+        return {
+            "auth_url": self.auth_url,
+            "username": "masakari",
+            "password": password,
+            "project_name": "service",
+            "user_domain_name": "Default",
+            "project_domain_name": "Default",
+        }
+
+    # --- state -----------------------------------------------------------------------------
+
+    def add_service(
+        self,
+        host: str,
+        *,
+        binary: str = "nova-compute",
+        status: str = "enabled",
+        state: str = "up",
+        disabled_reason: str | None = None,
+        forced_down: bool = False,
+        zone: str = "nova",
+        id: str | None = None,
+        hypervisor_hostname: str | None = None,
+    ) -> str:
+        """Adds a service; ``state='down'`` means a host that stopped heartbeating long ago."""
+        now = self.clock.now()
+        alive = state == "up"
+        svc = Service(
+            id=id or str(uuid.uuid5(uuid.NAMESPACE_URL, f"nova-sim:service:{host}:{binary}")),
+            host=host,
+            binary=binary,
+            status=status,
+            disabled_reason=disabled_reason,
+            forced_down=forced_down,
+            zone=zone,
+            hypervisor_hostname=hypervisor_hostname or host,
+            alive=alive,
+            last_heartbeat=now if alive else now - self.service_down_time - 1,
+        )
+        with self.lock:
+            self.services.append(svc)
+        return svc.id
+
+    def add_server(
+        self,
+        id: str | None = None,
+        *,
+        host: str | None,
+        name: str | None = None,
+        vm_state: str = "active",
+        task_state: str | None = None,
+        power_state: int | None = None,
+        locked: bool = False,
+        metadata: Mapping[str, str] | None = None,
+        tenant_id: str = MEMBER_PROJECT_ID,
+    ) -> str:
+        """Adds a server; servers added later are newer (listed first, as Nova does)."""
+        sid = id or str(uuid.uuid4())
+        srv = Server(
+            id=sid,
+            name=name or "vm-" + sid[:8],
+            host=host,
+            vm_state=vm_state,
+            task_state=task_state,
+            power_state=_POWER.get(vm_state, 0) if power_state is None else power_state,
+            locked=locked,
+            metadata=dict(metadata or {}),
+            tenant_id=tenant_id,
+        )
+        with self.lock:
+            self.servers.append(srv)
+        return sid
+
+    def add_aggregate(
+        self, id: int, name: str | None = None, hosts: list[str] | None = None, **kw: Any
+    ) -> int:
+        with self.lock:
+            self.aggregates.append(Aggregate(id, name or f"agg{id}", list(hosts or []), **kw))
+        return id
+
+    def load(self, spec: Mapping[str, Any]) -> None:
+        """Adds the ``nova:`` section of a conformance scenario (services, servers,
+        aggregates, faults, evacuate_delay)."""
+        for s in spec.get("services") or []:
+            self.add_service(**s)
+        for s in spec.get("servers") or []:
+            kw = {k: v for k, v in s.items() if k not in ("user_id",)}
+            self.add_server(kw.pop("id", None), **kw)
+        for a in spec.get("aggregates") or []:
+            self.add_aggregate(
+                int(a["id"]),
+                a.get("name"),
+                a.get("hosts"),
+                availability_zone=a.get("availability_zone"),
+                metadata=dict(a.get("metadata") or {}),
+            )
+        for f in spec.get("faults") or []:
+            f = dict(f)
+            kind = f.pop("kind", "status")
+            if kind == "status":
+                self.fail(int(f.pop("status", 500)), **f)
+            else:
+                self.state_fault(kind, f.pop("server"), **f)
+        delay = spec.get("evacuate_delay")
+        if isinstance(delay, Mapping):
+            lo = float(delay.get("min", 0))
+            self.set_evacuate_delay((lo, float(delay.get("max", lo))), int(delay.get("seed", 0)))
+        elif isinstance(delay, list | tuple):
+            self.set_evacuate_delay((float(delay[0]), float(delay[-1])))
+        elif delay is not None:
+            self.set_evacuate_delay(float(delay))
+
+    def set_evacuate_delay(self, delay: Delay, seed: int = 0) -> None:
+        """Seconds (of the simulator's clock) an accepted evacuation takes: fixed or a
+        uniform (min, max) drawn from a generator seeded with ``seed``."""
+        with self.lock:
+            self._delay = delay if isinstance(delay, tuple) else (float(delay), float(delay))
+            self._rng = random.Random(seed)
+
+    def power_off(self, host: str) -> None:
+        """The host stops heartbeating; Nova notices after service_down_time."""
+        with self.lock:
+            for s in self.services:
+                if s.host == host and s.alive:
+                    s.alive, s.last_heartbeat = False, self.clock.now()
+
+    def power_on(self, host: str) -> None:
+        with self.lock:
+            for s in self.services:
+                if s.host == host:
+                    s.alive, s.last_heartbeat = True, self.clock.now()
+            self._tick()
+
+    def service_state(self, s: Service) -> str:
+        """Nova's servicegroup rule: down when forced, or when the last heartbeat is older
+        than service_down_time."""
+        if s.forced_down:
+            return "down"
+        if s.alive:
+            return "up"
+        return "down" if self.clock.now() - s.last_heartbeat > self.service_down_time else "up"
+
+    def service(self, host: str, binary: str = "nova-compute") -> dict[str, Any]:
+        with self.lock:
+            return self._service_view(self._service_on(host, binary) or _missing(host))
+
+    def server(self, server_id: str) -> dict[str, Any]:
+        with self.lock:
+            self._tick()
+            return self._server_view(self._server(server_id))
+
+    def aggregate(self, aggregate_id: int) -> dict[str, Any]:
+        with self.lock:
+            return self._aggregate_view(self._aggregate(str(aggregate_id)))
+
+    def snapshot(self) -> dict[str, Any]:
+        """The state the conformance goldens keep as ``final``."""
+        with self.lock:
+            self._tick()
+            return {
+                "servers": {
+                    s.id: {"host": s.host, "vm_state": s.vm_state, "locked": s.locked}
+                    for s in self.servers
+                },
+                "services": {
+                    f"{s.host}/{s.binary}": {
+                        "status": s.status,
+                        "disabled_reason": s.disabled_reason,
+                    }
+                    for s in self.services
+                },
+                "aggregates": {str(a.id): list(a.hosts) for a in self.aggregates},
+            }
+
+    # --- faults ----------------------------------------------------------------------------
+
+    def fail(
+        self,
+        status: int,
+        *,
+        method: str | None = None,
+        path: str | None = None,
+        action: str | None = None,
+        server: str | None = None,
+        times: int | None = None,
+        message: str | None = None,
+        apply: bool = False,
+    ) -> None:
+        """Answer ``status`` to the matching requests (``path`` without /compute/v2.1,
+        ``{...}`` segments match anything); ``apply`` performs the request first."""
+        with self.lock:
+            self.faults.append(
+                Fault("status", method, path, action, server, status, message, apply, times=times)
+            )
+
+    def slow(
+        self,
+        seconds: float,
+        *,
+        method: str | None = None,
+        path: str | None = None,
+        action: str | None = None,
+        server: str | None = None,
+        times: int | None = None,
+    ) -> None:
+        """Answer the matching requests ``seconds`` (wall clock) late; the request still takes
+        effect afterwards, as with a slow Nova whose client gave up."""
+        with self.lock:
+            self.faults.append(
+                Fault("delay", method, path, action, server, seconds=seconds, times=times)
+            )
+
+    def state_fault(
+        self, kind: str, server: str, *, action: str | None = None, times: int | None = None
+    ) -> None:
+        """never_move (evacuation accepted, no move), ignore_action (the action is accepted
+        and does nothing) or evacuate_error (the instance goes to error on its host)."""
+        if kind == "never_move":
+            kind, action = "ignore_action", "evacuate"
+        if kind not in ("ignore_action", "evacuate_error"):
+            raise ValueError(f"unknown fault kind {kind}")
+        with self.lock:
+            self.faults.append(Fault(kind, "POST", None, action, server, times=times))
+
+    def clear_faults(self) -> None:
+        with self.lock:
+            self.faults.clear()
+
+    def revoke_tokens(self) -> None:
+        """Forgets every issued token: the next Nova call answers 401."""
+        with self.lock:
+            for token in [t for t in self.tokens if t not in (ADMIN_TOKEN, MEMBER_TOKEN)]:
+                del self.tokens[token]
+
+    # --- records ---------------------------------------------------------------------------
+
+    def nova_calls(self) -> list[dict[str, Any]]:
+        """Nova requests in arrival order, shaped like the goldens' calls."""
+        with self.lock:
+            return [c.shape() for c in self.calls]
+
+    def token_requests(self) -> int:
+        """How many tokens were issued (POST /v3/auth/tokens)."""
+        with self.lock:
+            return sum(1 for m, p in self.keystone_calls if m == "POST" and p.endswith("/tokens"))
+
+    def clear_calls(self) -> None:
+        with self.lock:
+            self.calls.clear()
+            self.keystone_calls.clear()
+
+    # --- Nova: one request -----------------------------------------------------------------
+
+    def handle_nova(self, req: Request) -> tuple[int, Any]:
+        server_id = req.parts[1] if req.parts[:1] == ["servers"] and len(req.parts) > 1 else None
+        if server_id == "detail":
+            server_id = None
+        with self.lock:
+            delay = self._take_fault(("delay",), req.method, req.path, req.action, server_id)
+        if delay is not None and self._stopping.wait(delay.seconds):
+            raise NovaFault(503, "The simulator is stopping.")
+        with self.lock:
+            self._tick()
+            fault = self._take_fault(("status",), req.method, req.path, req.action, server_id)
+            if fault is not None and not fault.apply:
+                raise NovaFault(fault.status, fault.message)
+            try:
+                result = self._route(req)
+            except NovaFault:
+                if fault is None:
+                    raise
+            if fault is not None:
+                raise NovaFault(fault.status, fault.message)
+            return result
+
+    def _route(self, req: Request) -> tuple[int, Any]:
+        known_path = False
+        for method, pattern, handler in ROUTES:
+            if len(pattern) == len(req.parts) and all(
+                p == "*" or p == got for p, got in zip(pattern, req.parts, strict=True)
+            ):
+                if method == req.method:
+                    return handler(self, req)
+                known_path = True
+        raise NovaFault(405, "Method not allowed.") if known_path else NovaFault(404)
+
+    def _take_fault(
+        self, kinds: tuple[str, ...], method: str, path: str, action: str | None, sid: str | None
+    ) -> Fault | None:
+        for f in self.faults:
+            if f.kind in kinds and f.matches(method, path, action, sid):
+                f.used += 1
+                return f
+        return None
+
+    def _tick(self) -> None:
+        """Completes the evacuations that are due and whose destination runs (lock held)."""
+        now, left = self.clock.now(), []
+        for ev in sorted(self.evacuations, key=lambda e: e.due):
+            dest = self._service_on(ev.dest) if ev.dest else None
+            if ev.due > now or (dest is not None and not dest.alive):
+                # a destination that died meanwhile never rebuilds the instance
+                left.append(ev)
+                continue
+            srv = self._server(ev.server)
+            srv.task_state = None
+            if ev.dest is not None:
+                srv.host = ev.dest
+                srv.vm_state = "active" if srv.vm_state == "error" else srv.vm_state
+                srv.power_state = 4 if srv.vm_state == "stopped" else 1
+        self.evacuations = left
+
+    # --- lookups and views (lock held) -----------------------------------------------------
+
+    def _service_on(self, host: str | None, binary: str = "nova-compute") -> Service | None:
+        return next((s for s in self.services if s.host == host and s.binary == binary), None)
+
+    def _server(self, sid: str) -> Server:
+        for s in self.servers:
+            if s.id == sid:
+                return s
+        raise NovaFault(404, f"Instance {sid} could not be found.")
+
+    def _aggregate(self, aid: str) -> Aggregate:
+        for a in self.aggregates:
+            if str(a.id) == aid:
+                return a
+        raise NovaFault(404, f"Aggregate {aid} could not be found.")
+
+    def _service_view(self, s: Service) -> dict[str, Any]:
+        seen = self.clock.now() if s.alive else s.last_heartbeat
+        return {
+            "id": s.id,
+            "binary": s.binary,
+            "host": s.host,
+            "zone": s.zone,
+            "status": s.status,
+            "state": self.service_state(s),
+            "disabled_reason": s.disabled_reason,
+            "forced_down": s.forced_down,
+            "updated_at": _iso(seen),
+        }
+
+    def _server_view(self, s: Server) -> dict[str, Any]:
+        svc = self._service_on(s.host)
+        return {
+            "id": s.id,
+            "name": s.name,
+            "status": _STATUS.get(s.vm_state, "UNKNOWN"),
+            "tenant_id": s.tenant_id,
+            "user_id": s.user_id,
+            "metadata": dict(s.metadata),
+            "locked": s.locked,
+            "hostId": "",
+            "created": "2026-01-01T00:00:00Z",
+            "updated": "2026-01-01T00:00:00Z",
+            "links": [],
+            "image": "",
+            "addresses": {},
+            "flavor": {
+                "vcpus": 1,
+                "ram": 512,
+                "disk": 1,
+                "ephemeral": 0,
+                "swap": 0,
+                "original_name": "m1.tiny",
+                "extra_specs": {},
+            },
+            "key_name": None,
+            "config_drive": "",
+            "progress": 0,
+            "security_groups": [],
+            "OS-EXT-STS:vm_state": s.vm_state,
+            "OS-EXT-STS:task_state": s.task_state,
+            "OS-EXT-STS:power_state": s.power_state,
+            "OS-EXT-SRV-ATTR:host": s.host,
+            "OS-EXT-SRV-ATTR:hypervisor_hostname": svc.hypervisor_hostname if svc else s.host,
+            "OS-EXT-SRV-ATTR:instance_name": "instance-" + s.id[:8],
+            "OS-EXT-AZ:availability_zone": svc.zone if svc else "nova",
+            "os-extended-volumes:volumes_attached": [],
+        }
+
+    @staticmethod
+    def _aggregate_view(a: Aggregate) -> dict[str, Any]:
+        return {
+            "id": a.id,
+            "name": a.name,
+            "availability_zone": a.availability_zone,
+            "hosts": list(a.hosts),
+            "metadata": dict(a.metadata),
+            "deleted": False,
+            "uuid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"nova-sim:aggregate:{a.id}")),
+            "created_at": "2026-01-01T00:00:00.000000",
+            "updated_at": None,
+            "deleted_at": None,
+        }
+
+    # --- Keystone --------------------------------------------------------------------------
+
+    def issue_token(self, body: Any) -> tuple[str, dict[str, Any]]:
+        try:
+            user = body["auth"]["identity"]["password"]["user"]
+            username, password = user.get("name") or user["id"], user.get("password")
+            scope = body["auth"].get("scope") or {}
+            project = (scope.get("project") or {}).get("name") or "service"
+        except (KeyError, TypeError) as exc:
+            raise NovaFault(400, "Expecting password authentication.") from exc
+        with self.lock:
+            if self.users is not None and self.users.get(username) != password:
+                raise NovaFault(401, "The request you have made requires authentication.")
+            self._issued += 1
+            token = f"sim-token-{self._issued}"
+            self.tokens[token] = _token_info(
+                username, project, SERVICE_PROJECT_ID, ["admin", "member", "reader"]
+            )
+            return token, self.tokens[token]
+
+    def token_body(self, info: dict[str, Any]) -> dict[str, Any]:
+        now = datetime.datetime.now(datetime.UTC)
+        domain = {"id": "default", "name": "Default"}
+
+        def endpoints(url: str) -> list[dict[str, str]]:
+            return [
+                {
+                    "id": f"{url}#{i}",
+                    "interface": i,
+                    "region": "RegionOne",
+                    "region_id": "RegionOne",
+                    "url": url,
+                }
+                for i in ("public", "internal", "admin")
+            ]
+
+        return {
+            "token": {
+                "methods": ["password"],
+                "audit_ids": ["sim-audit"],
+                "is_domain": False,
+                "user": {"id": info["user_id"], "name": info["user"], "domain": domain},
+                "project": {"id": info["project_id"], "name": info["project"], "domain": domain},
+                "roles": [{"id": f"role-{r}", "name": r} for r in info["roles"]],
+                "catalog": [
+                    {
+                        "id": "compute",
+                        "type": "compute",
+                        "name": "nova",
+                        "endpoints": endpoints(self.compute_url),
+                    },
+                    {
+                        "id": "identity",
+                        "type": "identity",
+                        "name": "keystone",
+                        "endpoints": endpoints(self.auth_url),
+                    },
+                ],
+                # token expiry is wall-clock time: keystoneauth checks it against time.time()
+                "issued_at": now.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+                "expires_at": (now + datetime.timedelta(hours=12)).strftime(
+                    "%Y-%m-%dT%H:%M:%S.%fZ"
+                ),
+            }
+        }
+
+
+def _token_info(user: str, project: str, project_id: str, roles: list[str]) -> dict[str, Any]:
+    return {
+        "user": user,
+        "user_id": f"user-{user}",
+        "project": project,
+        "project_id": project_id,
+        "roles": roles,
+    }
+
+
+def _missing(host: str) -> Service:
+    raise KeyError(f"no nova-compute service on {host}")
+
+
+# --- Nova handlers: (simulator, request) -> (status, body) --------------------------------
+
+
+def _require_admin(req: Request, rule: str) -> None:
+    if not req.is_admin:
+        raise NovaFault(403, f"Policy does not allow {rule} to be performed.")
+
+
+def list_services(sim: NovaSimulator, req: Request) -> tuple[int, Any]:
+    _require_admin(req, "os_compute_api:os-services:list")
+    q = req.params
+    found = [
+        s
+        for s in sim.services
+        if q.get("host", s.host) == s.host and q.get("binary", s.binary) == s.binary
+    ]
+    return 200, {"services": [sim._service_view(s) for s in found]}
+
+
+def update_service(sim: NovaSimulator, req: Request) -> tuple[int, Any]:
+    """PUT /os-services/{uuid} exists from 2.53; before, the last segment was an action."""
+    _require_admin(req, "os_compute_api:os-services:update")
+    if req.microversion < (2, 53):
+        raise NovaFault(404, "Unknown action")
+    svc = next((s for s in sim.services if s.id == req.parts[1]), None)
+    if svc is None:
+        raise NovaFault(404, f"Service {req.parts[1]} not found.")
+    body = req.body if isinstance(req.body, dict) else {}
+    status, forced = body.get("status"), body.get("forced_down")
+    if (
+        set(body) - {"status", "disabled_reason", "forced_down"}
+        or status not in (None, "enabled", "disabled")
+        or (forced is not None and not isinstance(forced, bool))
+    ):
+        raise NovaFault(400, "Invalid input for field/attribute service.")
+    if status is None and forced is None:
+        raise NovaFault(400, "At least one of 'status' or 'forced_down' must be specified.")
+    if "disabled_reason" in body and status != "disabled":
+        raise NovaFault(
+            400, "Specifying 'disabled_reason' with status other than 'disabled' is invalid."
+        )
+    if status == "enabled":
+        svc.status, svc.disabled_reason = "enabled", None
+    elif status == "disabled":
+        svc.status, svc.disabled_reason = "disabled", body.get("disabled_reason")
+    if forced is not None:
+        svc.forced_down = forced
+    return 200, {"service": sim._service_view(svc)}
+
+
+def list_servers(sim: NovaSimulator, req: Request) -> tuple[int, Any]:
+    """Newest first; a full page carries a servers_links "next" link, as Nova's does."""
+    q = req.params
+    if "all_tenants" in q or "host" in q:
+        _require_admin(req, "os_compute_api:servers:detail:get_all_tenants")
+    found = [s for s in reversed(sim.servers) if q.get("host", s.host) == s.host]
+    if "marker" in q:
+        ids = [s.id for s in found]
+        if q["marker"] not in ids:
+            raise NovaFault(400, f"marker [{q['marker']}] not found")
+        found = found[ids.index(q["marker"]) + 1 :]
+    try:
+        limit = min(int(q.get("limit", sim.max_limit)), sim.max_limit)
+    except ValueError as exc:
+        raise NovaFault(400, "Invalid input for query parameters limit.") from exc
+    page = found[:limit]
+    body: dict[str, Any] = {"servers": [sim._server_view(s) for s in page]}
+    if page and len(page) == limit:
+        params = [(k, v) for k, v in req.query if k != "marker"] + [("marker", page[-1].id)]
+        href = f"{sim.compute_url}/servers/detail?{urlencode(params)}"
+        body["servers_links"] = [{"rel": "next", "href": href}]
+    return 200, body
+
+
+def show_server(sim: NovaSimulator, req: Request) -> tuple[int, Any]:
+    return 200, {"server": sim._server_view(sim._server(req.parts[1]))}
+
+
+def server_action(sim: NovaSimulator, req: Request) -> tuple[int, Any]:
+    srv = sim._server(req.parts[1])
+    action = req.action
+    handler = ACTIONS.get(action or "")
+    if handler is None:
+        raise NovaFault(400, f"There is no such action: {action}")
+    arg = req.body[action] if action else None
+    return handler(sim, req, srv, arg)
+
+
+def _ignored(sim: NovaSimulator, srv: Server, action: str) -> bool:
+    return sim._take_fault(("ignore_action",), "POST", "", action, srv.id) is not None
+
+
+def lock(sim: NovaSimulator, req: Request, srv: Server, arg: Any) -> tuple[int, Any]:
+    srv.locked = True
+    return 202, None
+
+
+def unlock(sim: NovaSimulator, req: Request, srv: Server, arg: Any) -> tuple[int, Any]:
+    srv.locked = False
+    return 202, None
+
+
+def reset_state(sim: NovaSimulator, req: Request, srv: Server, arg: Any) -> tuple[int, Any]:
+    _require_admin(req, "os_compute_api:os-admin-actions:reset_state")
+    state = arg.get("state") if isinstance(arg, dict) else None
+    if state not in ("active", "error"):
+        raise NovaFault(400, "Invalid input for field/attribute state.")
+    if not _ignored(sim, srv, "os-resetState"):
+        srv.vm_state, srv.task_state = state, None
+    return 202, None
+
+
+def stop(sim: NovaSimulator, req: Request, srv: Server, arg: Any) -> tuple[int, Any]:
+    if srv.vm_state not in ("active", "error") or srv.task_state:
+        raise NovaFault(
+            409, f"Cannot 'stop' instance {srv.id} while it is in vm_state {srv.vm_state}"
+        )
+    if not _ignored(sim, srv, "os-stop"):
+        srv.vm_state, srv.power_state, srv.task_state = "stopped", 4, None
+    return 202, None
+
+
+def start(sim: NovaSimulator, req: Request, srv: Server, arg: Any) -> tuple[int, Any]:
+    if srv.vm_state != "stopped" or srv.task_state:
+        raise NovaFault(
+            409, f"Cannot 'start' instance {srv.id} while it is in vm_state {srv.vm_state}"
+        )
+    if not _ignored(sim, srv, "os-start"):
+        srv.vm_state, srv.power_state = "active", 1
+    return 202, None
+
+
+def evacuate(sim: NovaSimulator, req: Request, srv: Server, arg: Any) -> tuple[int, Any]:
+    """The checks in the order of the conformance fake; the move itself is an Evacuation
+    that _tick completes when it is due and its destination runs."""
+    _require_admin(req, "os_compute_api:os-evacuate")
+    arg = arg if isinstance(arg, dict) else {}
+    if set(arg) - {"host", "force", "adminPass"}:
+        raise NovaFault(400, "Invalid input for field/attribute evacuate.")
+    target = arg.get("host")
+    if srv.vm_state not in ("active", "stopped", "error") or srv.task_state:
+        raise NovaFault(
+            409, f"Cannot 'evacuate' instance {srv.id} while it is in vm_state {srv.vm_state}"
+        )
+    source = sim._service_on(srv.host)
+    if source is not None and sim.service_state(source) == "up":
+        raise NovaFault(400, f"Compute service of {srv.host} is still in use.")
+    if target is not None:
+        if sim._service_on(target) is None:
+            raise NovaFault(404, f"Compute host {target} could not be found.")
+        if target == srv.host:
+            raise NovaFault(400, "The target host can't be the same one.")
+    if _ignored(sim, srv, "evacuate"):
+        return 200, None
+    if sim._take_fault(("evacuate_error",), "POST", "", "evacuate", srv.id):
+        srv.vm_state, srv.task_state = "error", None
+        return 200, None
+
+    def usable(s: Service) -> bool:
+        return (
+            s.binary == "nova-compute" and s.status == "enabled" and (sim.service_state(s) == "up")
+        )
+
+    if target is not None:
+        dest = target if usable(sim._service_on(target) or _missing(target)) else None
+    else:
+        dest = next((s.host for s in sim.services if usable(s) and s.host != srv.host), None)
+    srv.task_state = "rebuilding"
+    lo, hi = sim._delay
+    sim.evacuations.append(Evacuation(sim.clock.now() + sim._rng.uniform(lo, hi), srv.id, dest))
+    sim._tick()
+    return 200, None
+
+
+def list_aggregates(sim: NovaSimulator, req: Request) -> tuple[int, Any]:
+    _require_admin(req, "os_compute_api:os-aggregates:index")
+    return 200, {"aggregates": [sim._aggregate_view(a) for a in sim.aggregates]}
+
+
+def aggregate_action(sim: NovaSimulator, req: Request) -> tuple[int, Any]:
+    agg = sim._aggregate(req.parts[1])
+    arg = (req.body or {}).get(req.action) or {}
+    host: str | None = arg.get("host") if isinstance(arg, dict) else None
+    if req.action == "add_host":
+        _require_admin(req, "os_compute_api:os-aggregates:add_host")
+        if host is None or sim._service_on(host) is None:
+            raise NovaFault(404, f"Compute host {host} could not be found.")
+        if host in agg.hosts:
+            raise NovaFault(409, f"Aggregate {agg.id} already has host {host}.")
+        agg.hosts.append(host)
+    elif req.action == "remove_host":
+        _require_admin(req, "os_compute_api:os-aggregates:remove_host")
+        if host is None or host not in agg.hosts:
+            raise NovaFault(404, f"Cannot remove host {host} in aggregate {agg.id}")
+        agg.hosts.remove(host)
+    else:
+        raise NovaFault(400, f"Invalid action {req.action}")
+    return 200, {"aggregate": sim._aggregate_view(agg)}
+
+
+Handler = Callable[[NovaSimulator, Request], tuple[int, Any]]
+ROUTES: list[tuple[str, tuple[str, ...], Handler]] = [
+    ("GET", ("os-services",), list_services),
+    ("PUT", ("os-services", "*"), update_service),
+    ("GET", ("servers", "detail"), list_servers),
+    ("GET", ("servers", "*"), show_server),
+    ("POST", ("servers", "*", "action"), server_action),
+    ("GET", ("os-aggregates",), list_aggregates),
+    ("POST", ("os-aggregates", "*", "action"), aggregate_action),
+]
+ACTIONS: dict[str, Callable[[NovaSimulator, Request, Server, Any], tuple[int, Any]]] = {
+    "lock": lock,
+    "unlock": unlock,
+    "os-resetState": reset_state,
+    "os-stop": stop,
+    "os-start": start,
+    "evacuate": evacuate,
+}
+
+
+# --- HTTP ---------------------------------------------------------------------------------
+
+
+def _microversion(headers: Mapping[str, str]) -> str | None:
+    """The compute microversion asked for, from either of Nova's two headers (the legacy one
+    first, as the conformance fake reads them); ``headers`` has lower-case names."""
+    legacy = headers.get("x-openstack-nova-api-version")
+    if legacy:
+        return legacy.strip()
+    words = (headers.get("openstack-api-version") or "").split()
+    return words[1] if len(words) == 2 and words[0].lower() == "compute" else None
+
+
+def _handler_for(sim: NovaSimulator) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive, as keystoneauth's pool expects
+        # headers and body go out in two writes: without this, Nagle's algorithm and the
+        # client's delayed ACK add 40 ms to every call
+        disable_nagle_algorithm = True
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def send(self, status: int, body: Any, headers: Mapping[str, str] | None = None) -> None:
+            data = b"" if body is None else json.dumps(body).encode()
+            self.send_response(status)
+            if data:
+                self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for k, v in (headers or {}).items():
+                self.send_header(k, v)
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(data)
+
+        def dispatch(self) -> None:
+            url = urlsplit(self.path)
+            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            try:
+                body = json.loads(raw) if raw else None
+            except ValueError:
+                body = raw.decode("utf-8", "replace")
+            query = parse_qsl(url.query, keep_blank_values=True)
+            if url.path.startswith(IDENTITY_PREFIX):
+                self.keystone(url.path[len(IDENTITY_PREFIX) :], body)
+            elif url.path.startswith("/compute"):
+                self.nova(url.path[len("/compute") :], query, body)
+            else:
+                self.send(404, {"error": {"code": 404, "message": "Not Found"}})
+
+        do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = dispatch  # noqa: N815
+
+        def keystone(self, path: str, body: Any) -> None:
+            with sim.lock:
+                sim.keystone_calls.append((self.command, path))
+            version = {
+                "id": "v3.14",
+                "status": "stable",
+                "updated": "2020-04-07T00:00:00Z",
+                "links": [{"rel": "self", "href": sim.auth_url + "/"}],
+                "media-types": [
+                    {
+                        "base": "application/json",
+                        "type": "application/vnd.openstack.identity-v3+json",
+                    }
+                ],
+            }
+            if path in ("", "/"):
+                return self.send(300, {"versions": {"values": [version]}})
+            if path in ("/v3", "/v3/"):
+                return self.send(200, {"version": version})
+            if path != "/v3/auth/tokens":
+                return self.send(404, {"error": {"code": 404, "message": "Not Found"}})
+            if self.command == "POST":
+                try:
+                    token, info = sim.issue_token(body)
+                except NovaFault as err:
+                    return self.send(
+                        err.status, {"error": {"code": err.status, "message": err.message}}
+                    )
+                return self.send(201, sim.token_body(info), {"X-Subject-Token": token})
+            if self.command == "DELETE":
+                return self.send(204, None)
+            with sim.lock:
+                caller = sim.tokens.get(self.headers.get("X-Auth-Token", ""))
+                subject = self.headers.get("X-Subject-Token", "")
+                subject_info = sim.tokens.get(subject)
+            if caller is None:
+                return self.send(
+                    401,
+                    {
+                        "error": {
+                            "code": 401,
+                            "title": "Unauthorized",
+                            "message": "The request you have made requires authentication.",
+                        }
+                    },
+                )
+            if subject_info is None:
+                return self.send(
+                    404,
+                    {
+                        "error": {
+                            "code": 404,
+                            "title": "Not Found",
+                            "message": f"Could not find token: {subject}",
+                        }
+                    },
+                )
+            return self.send(200, sim.token_body(subject_info), {"X-Subject-Token": subject})
+
+        def nova(self, path: str, query: list[tuple[str, str]], body: Any) -> None:
+            mv = _microversion({k.lower(): v for k, v in self.headers.items()})
+            rid = "req-" + str(uuid.uuid4())
+            headers = {"x-openstack-request-id": rid, "X-Compute-Request-Id": rid}
+            if mv:
+                headers["OpenStack-API-Version"] = "compute " + mv
+                headers["X-OpenStack-Nova-API-Version"] = mv
+            if path in ("", "/", "/v2.1", "/v2.1/"):  # version discovery: not recorded
+                return self.send(
+                    200,
+                    {
+                        "version": {
+                            "id": "v2.1",
+                            "status": "CURRENT",
+                            "version": "{}.{}".format(*MAX_MICROVERSION),
+                            "min_version": "2.1",
+                        }
+                    },
+                    headers,
+                )
+            rel = path[len("/v2.1") :] if path.startswith("/v2.1/") else path
+            with sim.lock:
+                call = Call(
+                    len(sim.calls) + 1,
+                    sim.clock.now(),
+                    self.command,
+                    rel,
+                    sorted([k, v] for k, v in query),
+                    body,
+                    mv,
+                )
+                sim.calls.append(call)
+                token = sim.tokens.get(self.headers.get("X-Auth-Token", ""))
+            try:
+                if token is None:
+                    raise NovaFault(401, "The request you have made requires authentication.")
+                major, _, minor = (mv or "2.1").partition(".")
+                req = Request(
+                    self.command,
+                    rel,
+                    [p for p in rel.split("/") if p],
+                    query,
+                    body,
+                    (int(major), int(minor or 0)),
+                    "admin" in token["roles"],
+                )
+                status, out = sim.handle_nova(req)
+            except NovaFault as err:
+                status = err.status
+                out = {
+                    _FAULT_NAMES.get(status, "computeFault"): {
+                        "code": status,
+                        "message": err.message,
+                    }
+                }
+            except Exception as exc:  # a simulator bug must still answer, and visibly
+                status, out = 500, {"computeFault": {"code": 500, "message": f"sim: {exc!r}"}}
+            call.status = status
+            self.send(status, out, headers)
+
+    return Handler

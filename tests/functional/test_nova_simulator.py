@@ -1,0 +1,412 @@
+"""The Nova simulator's rules: heartbeats, forced_down, evacuations that take time, faults."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import requests
+
+from masakari import exception
+from masakari.compute.nova import NovaClient, NovaRequestError
+from tests.fakes.nova import (
+    ADMIN_PROJECT_ID,
+    ADMIN_TOKEN,
+    MEMBER_TOKEN,
+    FakeClock,
+    NovaSimulator,
+)
+
+VM = "b2000000-0000-4000-8000-000000000001"
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def sim(clock: FakeClock) -> Iterator[NovaSimulator]:
+    with NovaSimulator(clock=clock) as s:
+        for host in ("compute-1", "compute-2", "compute-3"):
+            s.add_service(host)
+        s.add_server(VM, host="compute-1")
+        yield s
+
+
+@pytest.fixture
+def nova(sim: NovaSimulator) -> NovaClient:
+    return sim.client(timeout=5, retry_delay=0.01)
+
+
+def _status(call: Any) -> int | None:
+    with pytest.raises(exception.NovaError) as err:
+        call()
+    return err.value.status
+
+
+# --- heartbeats ---------------------------------------------------------------------------
+
+
+def test_a_powered_off_host_is_down_after_service_down_time(
+    sim: NovaSimulator, clock: FakeClock, nova: NovaClient
+) -> None:
+    sim.power_off("compute-1")
+    clock.advance(60)
+    assert nova.get_compute_service("compute-1")["state"] == "up"
+    clock.advance(0.5)
+    svc = nova.get_compute_service("compute-1")
+    assert svc["state"] == "down"
+    # updated_at stays at the last heartbeat while the host is off
+    assert svc["updated_at"] == "2026-01-01T00:00:00.000000"
+    sim.power_on("compute-1")
+    assert nova.get_compute_service("compute-1")["state"] == "up"
+
+
+def test_service_down_time_is_configurable(clock: FakeClock) -> None:
+    with NovaSimulator(clock=clock, service_down_time=5) as sim:
+        sim.add_service("compute-1")
+        sim.power_off("compute-1")
+        clock.advance(4)
+        assert sim.service("compute-1")["state"] == "up"
+        clock.advance(2)
+        assert sim.service("compute-1")["state"] == "down"
+
+
+def test_a_service_added_down(sim: NovaSimulator) -> None:
+    sim.add_service("compute-9", state="down")
+    assert sim.service("compute-9")["state"] == "down"
+
+
+def test_forced_down_is_down_at_once(sim: NovaSimulator, nova: NovaClient) -> None:
+    svc = nova.get_compute_service("compute-1")
+    assert _status(lambda: nova.evacuate(VM)) == 400
+    nova.force_down_service(svc["id"])
+    assert nova.get_compute_service("compute-1")["state"] == "down"
+    nova.evacuate(VM)
+    assert sim.server(VM)["OS-EXT-SRV-ATTR:host"] == "compute-2"
+    nova.force_down_service(svc["id"], False)
+    assert nova.get_compute_service("compute-1")["forced_down"] is False
+    assert nova.get_compute_service("compute-1")["state"] == "up"
+
+
+def test_service_updates(sim: NovaSimulator, nova: NovaClient) -> None:
+    svc = nova.get_compute_service("compute-1")["id"]
+    nova.disable_service(svc, "Masakari detected host failed.")
+    assert sim.service("compute-1")["disabled_reason"] == "Masakari detected host failed."
+    nova.enable_service(svc)
+    assert (sim.service("compute-1")["status"], sim.service("compute-1")["disabled_reason"]) == (
+        "enabled",
+        None,
+    )
+    assert _status(lambda: nova.enable_service("no-such-service")) == 404
+
+
+def test_service_update_needs_2_53(sim: NovaSimulator) -> None:
+    svc = sim.service("compute-1")["id"]
+    resp = requests.put(
+        f"{sim.compute_url}/os-services/{svc}",
+        json={"status": "disabled"},
+        headers={"X-Auth-Token": ADMIN_TOKEN, "X-OpenStack-Nova-API-Version": "2.52"},
+        timeout=5,
+    )
+    assert resp.status_code == 404
+    assert sim.service("compute-1")["status"] == "enabled"
+
+
+# --- evacuation ---------------------------------------------------------------------------
+
+
+def _fail_host(sim: NovaSimulator, clock: FakeClock, host: str = "compute-1") -> None:
+    sim.power_off(host)
+    clock.advance(sim.service_down_time + 1)
+
+
+def test_evacuation_takes_time(clock: FakeClock) -> None:
+    with NovaSimulator(clock=clock, evacuate_delay=30) as sim:
+        sim.add_service("compute-1")
+        sim.add_service("compute-2")
+        sim.add_server(VM, host="compute-1", vm_state="error")
+        nova = sim.client()
+        _fail_host(sim, clock)
+        nova.evacuate(VM)
+        server = nova.get_server(VM)
+        assert (server["OS-EXT-SRV-ATTR:host"], server["OS-EXT-STS:task_state"]) == (
+            "compute-1",
+            "rebuilding",
+        )
+        assert _status(lambda: nova.evacuate(VM)) == 409
+        clock.advance(29.9)
+        assert nova.get_server(VM)["OS-EXT-STS:task_state"] == "rebuilding"
+        clock.advance(0.1)
+        server = nova.get_server(VM)
+        assert server["OS-EXT-SRV-ATTR:host"] == "compute-2"
+        assert (server["OS-EXT-STS:vm_state"], server["OS-EXT-STS:task_state"]) == ("active", None)
+        assert server["OS-EXT-STS:power_state"] == 1
+
+
+def _dues(seed: int) -> list[float]:
+    clock = FakeClock()
+    with NovaSimulator(clock=clock, evacuate_delay=(10, 20), seed=seed) as sim:
+        sim.add_service("compute-1", state="down")
+        sim.add_service("compute-2")
+        for i in range(5):
+            sim.add_server(f"c0000000-0000-4000-8000-00000000000{i}", host="compute-1")
+        nova = sim.client()
+        for s in sim.servers:
+            nova.evacuate(s.id)
+        return [e.due - clock.now() for e in sim.evacuations]
+
+
+def test_evacuation_delays_come_from_a_seeded_generator() -> None:
+    first = _dues(7)
+    assert first == _dues(7)
+    assert first != _dues(8)
+    assert all(10 <= d <= 20 for d in first)
+    assert len(set(first)) == 5
+
+
+def test_the_destination_must_be_running(sim: NovaSimulator, clock: FakeClock) -> None:
+    """A destination that dies before the rebuild keeps the instance rebuilding until it is
+    back, as Nova's cast to a dead compute waits in the queue."""
+    sim.set_evacuate_delay(10)
+    _fail_host(sim, clock)
+    sim.client().evacuate(VM, "compute-3")
+    sim.power_off("compute-3")
+    clock.advance(20)
+    assert sim.server(VM)["OS-EXT-STS:task_state"] == "rebuilding"
+    sim.power_on("compute-3")
+    server = sim.server(VM)
+    assert (server["OS-EXT-SRV-ATTR:host"], server["OS-EXT-STS:task_state"]) == (
+        "compute-3",
+        None,
+    )
+
+
+def test_no_valid_destination_leaves_the_instance(
+    sim: NovaSimulator, clock: FakeClock, nova: NovaClient
+) -> None:
+    for host in ("compute-2", "compute-3"):
+        nova.disable_service(nova.get_compute_service(host)["id"], "maintenance")
+    _fail_host(sim, clock)
+    nova.evacuate(VM)
+    server = nova.get_server(VM)
+    assert (server["OS-EXT-SRV-ATTR:host"], server["OS-EXT-STS:task_state"]) == ("compute-1", None)
+
+
+def test_evacuate_target_checks(sim: NovaSimulator, clock: FakeClock, nova: NovaClient) -> None:
+    _fail_host(sim, clock)
+    assert _status(lambda: nova.evacuate(VM, "compute-9")) == 404
+    assert _status(lambda: nova.evacuate(VM, "compute-1")) == 400
+    nova.evacuate(VM, "compute-3")
+    assert sim.server(VM)["OS-EXT-SRV-ATTR:host"] == "compute-3"
+
+
+@pytest.mark.parametrize(
+    "vm_state,task_state,status",
+    [("paused", None, 409), ("active", "rebooting", 409), ("stopped", None, 200)],
+)
+def test_evacuate_needs_a_steady_state(
+    sim: NovaSimulator, clock: FakeClock, vm_state: str, task_state: str | None, status: int
+) -> None:
+    sid = sim.add_server(host="compute-1", vm_state=vm_state, task_state=task_state)
+    _fail_host(sim, clock)
+    nova = sim.client()
+    if status == 200:
+        nova.evacuate(sid)
+        assert sim.server(sid)["OS-EXT-STS:power_state"] == 4
+    else:
+        assert _status(lambda: nova.evacuate(sid)) == status
+
+
+# --- server actions -----------------------------------------------------------------------
+
+
+def test_stop_start_reset(sim: NovaSimulator, nova: NovaClient) -> None:
+    assert _status(lambda: nova.start_server(VM)) == 409
+    nova.stop_server(VM)
+    assert sim.server(VM)["OS-EXT-STS:vm_state"] == "stopped"
+    assert _status(lambda: nova.stop_server(VM)) == 409
+    nova.start_server(VM)
+    assert sim.server(VM)["OS-EXT-STS:power_state"] == 1
+    assert _status(lambda: nova.reset_state(VM, "deleted")) == 400
+    nova.reset_state(VM, "error")
+    assert sim.server(VM)["status"] == "ERROR"
+    nova.lock_server(VM)
+    assert nova.get_server(VM)["locked"] is True
+    nova.unlock_server(VM)
+    assert nova.get_server(VM)["locked"] is False
+    assert _status(lambda: nova.get_server("no-such-vm")) == 404
+
+
+def test_aggregates(sim: NovaSimulator, nova: NovaClient) -> None:
+    sim.add_aggregate(1, "agg1", ["compute-1"])
+    nova.add_host_to_aggregate(1, "compute-2")
+    assert nova.list_aggregates()[0]["hosts"] == ["compute-1", "compute-2"]
+    assert _status(lambda: nova.add_host_to_aggregate(1, "compute-2")) == 409
+    assert _status(lambda: nova.add_host_to_aggregate(1, "compute-9")) == 404
+    assert _status(lambda: nova.add_host_to_aggregate(7, "compute-3")) == 404
+
+
+# --- faults -------------------------------------------------------------------------------
+
+
+def test_status_fault_times(sim: NovaSimulator, nova: NovaClient) -> None:
+    sim.fail(503, method="GET", path="/servers/{id}", times=2)
+    assert _status(lambda: nova.get_server(VM)) == 503
+    assert _status(lambda: nova.get_server(VM)) == 503
+    assert nova.get_server(VM)["id"] == VM
+    assert [c["status"] for c in sim.nova_calls()] == [503, 503, 200]
+
+
+def test_status_fault_for_one_server_and_action(sim: NovaSimulator, nova: NovaClient) -> None:
+    other = sim.add_server(host="compute-1")
+    sim.fail(500, action="os-stop", server=VM, message="boom")
+    nova.stop_server(other)
+    nova.lock_server(VM)
+    with pytest.raises(NovaRequestError) as err:
+        nova.stop_server(VM)
+    assert str(err.value).startswith("boom (HTTP 500) (Request-ID: req-")
+
+
+def test_applied_fault_changes_state(sim: NovaSimulator, nova: NovaClient) -> None:
+    sim.fail(409, action="os-stop", apply=True, times=1)
+    assert _status(lambda: nova.stop_server(VM)) == 409
+    assert sim.server(VM)["OS-EXT-STS:vm_state"] == "stopped"
+
+
+def test_state_faults(sim: NovaSimulator, clock: FakeClock, nova: NovaClient) -> None:
+    stuck = sim.add_server(host="compute-1")
+    broken = sim.add_server(host="compute-1")
+    sim.state_fault("never_move", stuck)
+    sim.state_fault("evacuate_error", broken)
+    sim.state_fault("ignore_action", VM, action="os-stop")
+    nova.stop_server(VM)
+    assert sim.server(VM)["OS-EXT-STS:vm_state"] == "active"
+    _fail_host(sim, clock)
+    nova.evacuate(stuck)
+    nova.evacuate(broken)
+    assert sim.server(stuck)["OS-EXT-SRV-ATTR:host"] == "compute-1"
+    assert sim.server(broken)["OS-EXT-STS:vm_state"] == "error"
+    assert sim.server(broken)["OS-EXT-SRV-ATTR:host"] == "compute-1"
+
+
+def test_slow_answers_still_take_effect(sim: NovaSimulator) -> None:
+    sim.slow(0.3, action="lock", times=1)
+    nova = sim.client(timeout=0.1)
+    assert _status(lambda: nova.lock_server(VM)) is None
+    nova = sim.client(timeout=5)
+    # the slow request is processed once its delay is over
+    for _ in range(50):
+        if nova.get_server(VM)["locked"]:
+            break
+        time.sleep(0.02)
+    assert nova.get_server(VM)["locked"] is True
+
+
+def test_clear_faults(sim: NovaSimulator, nova: NovaClient) -> None:
+    sim.fail(500)
+    assert _status(lambda: nova.list_aggregates()) == 500
+    sim.clear_faults()
+    assert nova.list_aggregates() == []
+
+
+# --- records, tokens, loading -------------------------------------------------------------
+
+
+def test_calls_record_the_microversion_of_either_header(sim: NovaSimulator) -> None:
+    url = f"{sim.compute_url}/servers/{VM}"
+    for headers in (
+        {"OpenStack-API-Version": "compute 2.60"},
+        {"X-OpenStack-Nova-API-Version": "2.61"},
+        {},
+    ):
+        resp = requests.get(url, headers={"X-Auth-Token": ADMIN_TOKEN, **headers}, timeout=5)
+        assert resp.status_code == 200
+        assert resp.headers["x-openstack-request-id"].startswith("req-")
+    requests.get(sim.compute_url + "/", timeout=5)  # version discovery is not recorded
+    assert [c["microversion"] for c in sim.nova_calls()] == ["2.60", "2.61", None]
+
+
+def test_tokens(sim: NovaSimulator) -> None:
+    url = sim.auth_url + "/auth/tokens"
+
+    def validate(subject: str, caller: str = ADMIN_TOKEN) -> requests.Response:
+        return requests.get(
+            url, headers={"X-Auth-Token": caller, "X-Subject-Token": subject}, timeout=5
+        )
+
+    admin = validate(ADMIN_TOKEN).json()["token"]
+    assert [r["name"] for r in admin["roles"]] == ["admin", "member"]
+    assert admin["project"]["id"] == ADMIN_PROJECT_ID
+    assert {e["type"] for e in admin["catalog"]} == {"compute", "identity"}
+    member = validate(MEMBER_TOKEN)
+    assert member.headers["X-Subject-Token"] == MEMBER_TOKEN
+    assert "admin" not in [r["name"] for r in member.json()["token"]["roles"]]
+    assert validate("bogus").status_code == 404
+    assert validate(ADMIN_TOKEN, caller="bogus").status_code == 401
+    issued = sim.session().get_token()
+    assert issued is not None
+    assert validate(issued).status_code == 200
+    assert requests.get(sim.base_url + "/identity", timeout=5).status_code == 300
+
+
+def test_member_token_is_refused_admin_apis(sim: NovaSimulator) -> None:
+    headers = {"X-Auth-Token": MEMBER_TOKEN, "X-OpenStack-Nova-API-Version": "2.53"}
+    resp = requests.get(f"{sim.compute_url}/os-services", headers=headers, timeout=5)
+    assert resp.status_code == 403
+    assert resp.json() == {
+        "forbidden": {
+            "code": 403,
+            "message": "Policy does not allow os_compute_api:os-services:list to be performed.",
+        }
+    }
+    assert requests.get(f"{sim.compute_url}/servers/{VM}", headers=headers, timeout=5).ok
+    resp = requests.get(f"{sim.compute_url}/servers/{VM}", timeout=5)
+    assert resp.status_code == 401
+
+
+def test_load_a_conformance_nova_section(clock: FakeClock) -> None:
+    spec = {
+        "services": [
+            {"host": "compute-1", "binary": "nova-compute", "status": "enabled", "state": "down"},
+            {"host": "compute-2", "binary": "nova-compute", "status": "enabled", "state": "up"},
+        ],
+        "servers": [
+            {"id": VM, "name": "vm1", "host": "compute-1", "vm_state": "active",
+             "task_state": None, "power_state": 1, "locked": False,
+             "metadata": {"HA_Enabled": "True"}, "user_id": "u"},
+        ],
+        "aggregates": [{"id": 1, "name": "agg1", "hosts": ["compute-1"]}],
+        "faults": [
+            {"method": "POST", "path": "/servers/{id}/action", "action": "evacuate",
+             "status": 500, "times": 1},
+            {"kind": "never_move", "server": VM},
+        ],
+        "evacuate_delay": {"min": 1, "max": 2, "seed": 3},
+    }  # fmt: skip
+    with NovaSimulator(clock=clock) as sim:
+        sim.load(spec)
+        nova = sim.client()
+        assert _status(lambda: nova.evacuate(VM)) == 500
+        nova.evacuate(VM)
+        clock.advance(5)
+        assert sim.snapshot() == {
+            "servers": {VM: {"host": "compute-1", "vm_state": "active", "locked": False}},
+            "services": {
+                "compute-1/nova-compute": {"status": "enabled", "disabled_reason": None},
+                "compute-2/nova-compute": {"status": "enabled", "disabled_reason": None},
+            },
+            "aggregates": {"1": ["compute-1"]},
+        }
+
+
+def test_unknown_paths(sim: NovaSimulator) -> None:
+    headers = {"X-Auth-Token": ADMIN_TOKEN}
+    resp = requests.get(f"{sim.compute_url}/os-hypervisors", headers=headers, timeout=5)
+    assert (resp.status_code, list(resp.json())) == (404, ["itemNotFound"])
+    resp = requests.delete(f"{sim.compute_url}/os-services", headers=headers, timeout=5)
+    assert (resp.status_code, list(resp.json())) == (405, ["badMethod"])
+    assert requests.get(sim.base_url + "/elsewhere", timeout=5).status_code == 404

@@ -1,0 +1,418 @@
+"""NovaClient against the Nova simulator: request shapes, pagination, errors, token reuse."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+import requests
+from keystoneauth1 import adapter as ks_adapter
+from keystoneauth1 import session as ks_session
+from oslo_config import cfg
+
+from masakari import exception
+from masakari.compute import nova
+from masakari.compute.nova import NovaClient, NovaRequestError, Server
+from tests.fakes.nova import FakeClock, NovaSimulator
+
+SERVER = "a1000000-0000-4000-8000-000000000001"
+
+
+@pytest.fixture
+def sim() -> Iterator[NovaSimulator]:
+    with NovaSimulator(clock=FakeClock()) as s:
+        s.add_service("compute-1", state="down")
+        s.add_service("compute-2")
+        s.add_service("reserved-1")
+        s.add_server(SERVER, host="compute-1", metadata={"HA_Enabled": "True"})
+        s.add_aggregate(1, "agg1", ["compute-1"])
+        yield s
+
+
+@pytest.fixture
+def client(sim: NovaSimulator) -> NovaClient:
+    return sim.client(timeout=5, retry_delay=0.01)
+
+
+def _call(method: str, path: str, query: Any, body: Any, status: int) -> dict[str, Any]:
+    return {
+        "method": method,
+        "path": path,
+        "query": query,
+        "body": body,
+        "microversion": "2.53",
+        "status": status,
+    }
+
+
+SVC = "os-services/{svc}"
+ACTION = f"/servers/{SERVER}/action"
+
+# The request shapes recorded from the reference in /work/shared/conformance/golden.
+SHAPES: list[tuple[str, Callable[[NovaClient, str], Any], dict[str, Any]]] = [
+    (
+        "find_compute_services",
+        lambda c, svc: c.find_compute_services("compute-1"),
+        _call(
+            "GET", "/os-services", [["binary", "nova-compute"], ["host", "compute-1"]], None, 200
+        ),
+    ),
+    (
+        "disable_service",
+        lambda c, svc: c.disable_service(svc, "Masakari detected host failed."),
+        _call(
+            "PUT",
+            "/" + SVC,
+            [],
+            {"status": "disabled", "disabled_reason": "Masakari detected host failed."},
+            200,
+        ),
+    ),
+    (
+        "enable_service",
+        lambda c, svc: c.enable_service(svc),
+        _call("PUT", "/" + SVC, [], {"status": "enabled"}, 200),
+    ),
+    (
+        "force_down_service",
+        lambda c, svc: c.force_down_service(svc),
+        _call("PUT", "/" + SVC, [], {"forced_down": True}, 200),
+    ),
+    (
+        "list_servers_on_host",
+        lambda c, svc: c.list_servers_on_host("compute-1"),
+        _call(
+            "GET", "/servers/detail", [["all_tenants", "True"], ["host", "compute-1"]], None, 200
+        ),
+    ),
+    (
+        "get_server",
+        lambda c, svc: c.get_server(SERVER),
+        _call("GET", f"/servers/{SERVER}", [], None, 200),
+    ),
+    (
+        "lock_server",
+        lambda c, svc: c.lock_server(SERVER),
+        _call("POST", ACTION, [], {"lock": None}, 202),
+    ),
+    (
+        "unlock_server",
+        lambda c, svc: c.unlock_server(SERVER),
+        _call("POST", ACTION, [], {"unlock": None}, 202),
+    ),
+    (
+        "reset_state",
+        lambda c, svc: c.reset_state(SERVER, "error"),
+        _call("POST", ACTION, [], {"os-resetState": {"state": "error"}}, 202),
+    ),
+    (
+        "stop_server",
+        lambda c, svc: c.stop_server(SERVER),
+        _call("POST", ACTION, [], {"os-stop": None}, 202),
+    ),
+    (
+        "evacuate",
+        lambda c, svc: c.evacuate(SERVER),
+        _call("POST", ACTION, [], {"evacuate": {}}, 200),
+    ),
+    (
+        "evacuate_to_host",
+        lambda c, svc: c.evacuate(SERVER, "reserved-1"),
+        _call("POST", ACTION, [], {"evacuate": {"host": "reserved-1"}}, 200),
+    ),
+    (
+        "list_aggregates",
+        lambda c, svc: c.list_aggregates(),
+        _call("GET", "/os-aggregates", [], None, 200),
+    ),
+    (
+        "add_host_to_aggregate",
+        lambda c, svc: c.add_host_to_aggregate(1, "reserved-1"),
+        _call("POST", "/os-aggregates/1/action", [], {"add_host": {"host": "reserved-1"}}, 200),
+    ),
+]
+
+
+@pytest.mark.parametrize("name,call,shape", SHAPES, ids=[s[0] for s in SHAPES])
+def test_request_shape_is_the_references(
+    sim: NovaSimulator, client: NovaClient, name: str, call: Any, shape: dict[str, Any]
+) -> None:
+    svc = sim.service("compute-1")["id"]
+    call(client, svc)
+    expected = dict(shape, path=shape["path"].replace("{svc}", svc))
+    assert sim.nova_calls() == [expected]
+
+
+def test_start_server_shape(sim: NovaSimulator, client: NovaClient) -> None:
+    client.stop_server(SERVER)
+    client.start_server(SERVER)
+    assert sim.nova_calls()[-1] == _call("POST", ACTION, [], {"os-start": None}, 202)
+
+
+def test_disable_without_reason_sends_none(sim: NovaSimulator, client: NovaClient) -> None:
+    svc = sim.service("compute-2")["id"]
+    client.disable_service(svc, None)
+    assert sim.nova_calls()[-1]["body"] == {"status": "disabled"}
+
+
+def test_results(sim: NovaSimulator, client: NovaClient) -> None:
+    svc = client.get_compute_service("compute-1")
+    assert (svc["host"], svc["state"], svc["status"]) == ("compute-1", "down", "enabled")
+    client.evacuate(SERVER, "reserved-1")
+    server = Server.of(client.get_server(SERVER))
+    assert (server.host, server.hypervisor_hostname, server.vm_state) == (
+        "reserved-1",
+        "reserved-1",
+        "active",
+    )
+    assert (server.task_state, server.power_state, server.locked) == (None, 1, False)
+    assert server.metadata == {"HA_Enabled": "True"}
+    assert [a["hosts"] for a in client.list_aggregates()] == [["compute-1"]]
+    assert client.list_servers_on_host("compute-1") == []
+
+
+def test_unknown_compute_host(client: NovaClient) -> None:
+    with pytest.raises(exception.ComputeNotFoundByName) as err:
+        client.get_compute_service("compute-9")
+    assert str(err.value) == "Compute service with name compute-9 could not be found."
+
+
+# --- pagination --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("count,requests_made", [(5, 3), (4, 3), (1, 1), (0, 1)])
+def test_all_pages_are_read(count: int, requests_made: int) -> None:
+    with NovaSimulator(clock=FakeClock(), max_limit=2) as sim:
+        sim.add_service("compute-1")
+        ids = [sim.add_server(host="compute-1") for _ in range(count)]
+        sim.add_server(host="compute-2")
+        servers = sim.client().list_servers_on_host("compute-1")
+        assert [s["id"] for s in servers] == ids[::-1]  # newest first, as Nova lists
+        calls = sim.nova_calls()
+        assert len(calls) == requests_made
+        assert calls[0]["query"] == [["all_tenants", "True"], ["host", "compute-1"]]
+        for before, after in zip(calls, calls[1:], strict=False):
+            marker = dict(after["query"])["marker"]
+            assert marker in ids
+            assert dict(after["query"]) == {
+                "all_tenants": "True",
+                "host": "compute-1",
+                "marker": marker,
+            }
+            assert before["status"] == 200
+
+
+# --- errors ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "status,message,text,reference_class",
+    [
+        (400, "Compute service of compute-1 is still in use.",
+         "Invalid input received: Compute service of compute-1 is still in use. (HTTP 400)",
+         "masakari.exception.InvalidInput"),
+        (403, "Policy does not allow os_compute_api:os-services:list to be performed.",
+         "Policy does not allow os_compute_api:os-services:list to be performed. (HTTP 403)",
+         "masakari.exception.Forbidden"),
+        (404, None, "Resource could not be found.", "masakari.exception.NotFound"),
+        (409, None, "Conflict", "masakari.exception.Conflict"),
+        (500, None, "Unexpected API Error. (HTTP 500)", "novaclient.exceptions.ClientException"),
+        (503, None, "Service Unavailable. (HTTP 503)", "novaclient.exceptions.ClientException"),
+        (413, "Quota exceeded.", "Quota exceeded. (HTTP 413)", "novaclient.exceptions.OverLimit"),
+    ],
+)  # fmt: skip
+def test_error_text_is_the_references(
+    sim: NovaSimulator,
+    client: NovaClient,
+    status: int,
+    message: str | None,
+    text: str,
+    reference_class: str,
+) -> None:
+    sim.fail(status, method="POST", action="evacuate", message=message, times=1)
+    with pytest.raises(NovaRequestError) as err:
+        client.evacuate(SERVER)
+    exc = err.value
+    assert isinstance(exc, exception.NovaError)
+    assert exc.status == status
+    assert exc.reference_class == reference_class
+    assert nova.reference_class_name(exc) == reference_class
+    # novaclient appends the request id Nova sent in x-compute-request-id
+    rid = str(exc.detail).rsplit("(Request-ID: ", 1)[1].rstrip(")")
+    assert rid.startswith("req-")
+    if status in (404, 409):
+        assert str(exc) == text
+    else:
+        assert str(exc) == f"{text} (Request-ID: {rid})"
+
+
+def _response(status: int, content: bytes, headers: dict[str, str]) -> requests.Response:
+    resp = requests.Response()
+    resp.status_code = status
+    resp._content = content
+    resp.headers.update(headers)
+    return resp
+
+
+@pytest.mark.parametrize(
+    "content,expected",
+    [
+        (b"", "Unknown Error (HTTP 502)"),
+        (b"<html>bad gateway</html>", "Unknown Error (HTTP 502)"),
+        (json.dumps(["x"]).encode(), "n/a (HTTP 502)"),
+        (json.dumps({"message": "flat"}).encode(), "flat (HTTP 502)"),
+        (json.dumps({"computeFault": {"code": 502}}).encode(), "Unknown Error (HTTP 502)"),
+    ],
+)
+def test_error_text_of_odd_bodies(content: bytes, expected: str) -> None:
+    exc = nova._nova_error(_response(502, content, {}))
+    assert (str(exc), exc.status) == (expected, 502)
+
+
+def test_not_found_keeps_novas_text_in_detail() -> None:
+    body = json.dumps({"itemNotFound": {"code": 404, "message": "Instance x could not be found."}})
+    exc = nova._nova_error(_response(404, body.encode(), {"x-compute-request-id": "req-1"}))
+    assert str(exc) == "Resource could not be found."
+    assert exc.detail == "Instance x could not be found. (HTTP 404) (Request-ID: req-1)"
+
+
+def test_timeout(sim: NovaSimulator) -> None:
+    sim.slow(2.0, method="POST", times=1)
+    client = sim.client(timeout=0.2, retry_delay=0.01)
+    started = time.monotonic()
+    with pytest.raises(exception.NovaTimeout) as err:
+        client.lock_server(SERVER)
+    assert time.monotonic() - started < 1.5
+    assert err.value.status is None
+    assert str(err.value) == "Timeout while requesting Nova API."
+    assert nova.reference_class_name(err.value) == "masakari.exception.MasakariException"
+    # a POST is never sent twice: it may have been carried out
+    assert [c["method"] for c in sim.nova_calls()] == ["POST"]
+
+
+def test_a_get_that_times_out_is_retried(sim: NovaSimulator) -> None:
+    sim.slow(2.0, method="GET", times=1)
+    client = sim.client(timeout=0.2, get_retries=1, retry_delay=0.01)
+    assert client.get_server(SERVER)["id"] == SERVER
+    assert [c["method"] for c in sim.nova_calls()] == ["GET", "GET"]
+
+
+def test_connection_failure() -> None:
+    sim = NovaSimulator().start()
+    client = sim.client(get_retries=0)
+    sim.stop()
+    with pytest.raises(exception.NovaError) as err:
+        client.get_server(SERVER)
+    assert type(err.value) is exception.NovaError
+    assert err.value.status is None
+    assert str(err.value) == "Error while requesting Nova API."
+
+
+def test_keystone_refusal() -> None:
+    with NovaSimulator(users={"masakari": "secret"}) as sim:
+        sim.add_service("compute-1")
+        client = NovaClient(sim.session(password="wrong"))
+        with pytest.raises(NovaRequestError) as err:
+            client.find_compute_services("compute-1")
+        assert err.value.status == 401
+        assert err.value.reference_class == "keystoneauth1.exceptions.http.Unauthorized"
+        assert str(err.value).startswith("The request you have made requires authentication.")
+        assert sim.nova_calls() == []
+
+
+# --- the session -------------------------------------------------------------------------
+
+
+def test_token_is_fetched_once(sim: NovaSimulator, client: NovaClient) -> None:
+    for _ in range(5):
+        client.find_compute_services("compute-1")
+        client.get_server(SERVER)
+    assert sim.token_requests() == 1
+    assert len(sim.nova_calls()) == 10
+
+
+def test_a_revoked_token_is_replaced_once(sim: NovaSimulator, client: NovaClient) -> None:
+    client.get_server(SERVER)
+    sim.revoke_tokens()
+    client.get_server(SERVER)
+    client.get_server(SERVER)
+    assert sim.token_requests() == 2
+    assert [c["status"] for c in sim.nova_calls()] == [200, 401, 200, 200]
+
+
+def _conf(sim: NovaSimulator, **overrides: Any) -> cfg.ConfigOpts:
+    """The options NovaClient.from_conf reads, registered here so the test does not depend on
+    masakari.conf."""
+    conf = cfg.ConfigOpts()
+    conf.register_opts(
+        [
+            cfg.StrOpt("nova_catalog_admin_info", default="compute:nova:publicURL"),
+            cfg.StrOpt("os_region_name"),
+            cfg.StrOpt("nova_ca_certificates_file"),
+            cfg.BoolOpt("nova_api_insecure", default=False),
+            cfg.StrOpt("os_privileged_user_name"),
+            cfg.StrOpt("os_privileged_user_password", secret=True),
+            cfg.StrOpt("os_privileged_user_tenant"),
+            cfg.StrOpt("os_privileged_user_auth_url"),
+            cfg.StrOpt("os_user_domain_name", default="default"),
+            cfg.StrOpt("os_project_domain_name", default="default"),
+            cfg.StrOpt("os_system_scope"),
+            cfg.FloatOpt("nova_api_timeout", default=60.0),
+        ]
+    )
+    conf.register_opts([cfg.StrOpt("auth_type")], group="keystone_authtoken")
+    conf([], default_config_files=[])
+    values = {k: v for k, v in sim.conf_overrides().items() if "." not in k}
+    values.update(overrides)
+    for key, value in values.items():
+        conf.set_override(key, value)
+    conf.set_override("auth_type", "password", group="keystone_authtoken")
+    return conf
+
+
+def test_from_conf_uses_the_catalog_and_one_token(sim: NovaSimulator) -> None:
+    conf = _conf(sim, os_region_name="RegionOne")
+    nova.forget_clients()
+    client = nova.get_client(conf)
+    assert nova.get_client(conf) is client
+    for _ in range(3):
+        nova.get_client(conf).get_server(SERVER)
+    assert sim.token_requests() == 1
+    assert [c["microversion"] for c in sim.nova_calls()] == ["2.53"] * 3
+    assert nova.get_client(_conf(sim)) is not client
+    nova.forget_clients()
+
+
+def test_from_conf_with_an_unknown_service_name(sim: NovaSimulator) -> None:
+    client = NovaClient.from_conf(_conf(sim, nova_catalog_admin_info="compute:novva:publicURL"))
+    with pytest.raises(NovaRequestError) as err:
+        client.get_server(SERVER)
+    assert err.value.status is None
+    assert err.value.reference_class.startswith("keystoneauth1.exceptions.catalog.")
+    assert sim.nova_calls() == []
+
+
+def test_from_conf_with_masakari_conf(sim: NovaSimulator) -> None:
+    """The same through the project's options, once masakari.conf provides them."""
+    conf_module = pytest.importorskip("masakari.conf")
+    if not hasattr(conf_module, "for_tests"):
+        pytest.skip("masakari.conf.for_tests is not there yet")
+    conf = conf_module.for_tests(**sim.conf_overrides())
+    NovaClient.from_conf(conf).get_server(SERVER)
+    assert sim.token_requests() == 1
+
+
+def test_a_success_that_is_not_json_is_an_error() -> None:
+    class HtmlAdapter(ks_adapter.Adapter):
+        """What a misconfigured proxy in front of Nova answers."""
+
+        def request(self, url: str, method: str, **kwargs: Any) -> requests.Response:
+            return _response(200, b"<html>welcome</html>", {})
+
+    client = NovaClient(HtmlAdapter(ks_session.Session()))
+    with pytest.raises(exception.NovaError) as err:
+        client.get_server(SERVER)
+    assert err.value.status == 200
