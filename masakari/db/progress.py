@@ -27,3 +27,52 @@ def workflow_details(session: orm.Session, notification_uuid: str) -> list[dict[
         }
         for row in rows
     ]
+
+
+# --- writers (the engine's) -------------------------------------------------------------------
+
+
+def next_attempt(session: orm.Session, notification_uuid: str) -> int:
+    """The number of the next flow of a notification: attempts only ever grow."""
+    current = session.scalar(
+        sa.select(sa.func.max(RecoveryTask.attempt)).where(
+            RecoveryTask.notification_uuid == notification_uuid
+        )
+    )
+    return (current or 0) + 1
+
+
+def record(
+    session: orm.Session,
+    notification_uuid: str,
+    attempt: int,
+    position: int,
+    name: str,
+    state: str,
+    progress: float,
+    detail: dict[str, str] | None = None,
+) -> None:
+    """Create or update one task's row; ``detail`` is appended to its progress_details."""
+    row = session.scalar(
+        sa.select(RecoveryTask).where(
+            RecoveryTask.notification_uuid == notification_uuid,
+            RecoveryTask.attempt == attempt,
+            RecoveryTask.position == position,
+        )
+    )
+    if row is None:
+        row = RecoveryTask(
+            notification_uuid=notification_uuid,
+            attempt=attempt,
+            position=position,
+            name=name,
+            details="[]",
+        )
+        session.add(row)
+    details = json.loads(row.details or "[]")
+    if detail is not None:
+        details.append(detail)
+    row.details = json.dumps(details)
+    row.state = state
+    row.progress = progress
+    session.flush()

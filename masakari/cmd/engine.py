@@ -1,0 +1,52 @@
+"""masakari-engine: recover the failures the monitors report, until SIGTERM or SIGINT."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+import threading
+from types import FrameType
+
+from masakari import conf as masakari_conf
+from masakari import exception
+from masakari.compute import nova
+from masakari.db.database import Database
+from masakari.engine.service import EngineService
+
+LOG = logging.getLogger(__name__)
+
+
+def main(argv: list[str] | None = None) -> int:
+    conf = masakari_conf.load(sys.argv[1:] if argv is None else argv, prog="masakari-engine")
+    masakari_conf.setup_logging(conf)
+    if conf.taskflow.connection:
+        LOG.debug("[taskflow]/connection is ignored: progress lives in the main database")
+    db = Database.from_conf(conf)
+    try:
+        service = EngineService(conf, db, nova.get_client(conf))
+    except exception.InvalidConfiguration as exc:
+        LOG.error("%s", exc)
+        print(f"masakari-engine: {exc}", file=sys.stderr)
+        return 1
+
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        LOG.info("Received %s", signal.Signals(signum).name)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    service.start()
+    try:
+        while not stop.wait(1.0):
+            pass
+    finally:
+        service.stop()
+        db.dispose()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

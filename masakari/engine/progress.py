@@ -1,0 +1,101 @@
+"""Writes recovery_workflow_details as a flow runs: one row per task that reported progress.
+
+What the API shows is what the reference's taskflow storage held: a task appears once it has
+reported progress; its state takes taskflow's values; its progress is the last reported
+value while it runs and 1.0 once it succeeded or was reverted; each detail carries the
+progress as a string and a ``str(datetime)`` timestamp.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from masakari.db import progress as progress_db
+from masakari.db import work
+from masakari.engine.context import Cancelled, RunContext
+
+LOG = logging.getLogger(__name__)
+
+PENDING = "PENDING"
+RUNNING = "RUNNING"
+SUCCESS = "SUCCESS"
+FAILURE = "FAILURE"
+REVERTING = "REVERTING"
+REVERTED = "REVERTED"
+
+# taskflow moves a task's progress to these values when it enters the state.
+_STATE_PROGRESS = {RUNNING: 0.0, SUCCESS: 1.0, REVERTING: 0.0, REVERTED: 1.0}
+
+
+class FlowProgress:
+    """The progress of one flow (one attempt) of one notification."""
+
+    def __init__(self, run: RunContext) -> None:
+        self.run = run
+        self.attempt: int | None = None
+
+    def start(self) -> None:
+        """Take the next attempt number; rows come later, when tasks report."""
+        with self.run.db.writer() as session:
+            self._fence(session)
+            self.attempt = progress_db.next_attempt(session, self.run.notification_uuid)
+
+    def task(self, position: int, name: str) -> TaskProgress:
+        return TaskProgress(self, position, name)
+
+    def _fence(self, session: object) -> None:
+        fence = self.run.fence
+        if fence is None:
+            return
+        if not work.owns(session, self.run.notification_uuid, fence.owner, fence.token):  # type: ignore[arg-type]
+            # Another engine owns the notification now, or it expired: stop writing.
+            self.run.cancel.set()
+            raise Cancelled()
+
+    def write(self, task: TaskProgress, detail: dict[str, str] | None) -> None:
+        if self.attempt is None:
+            self.start()
+        assert self.attempt is not None
+        with self.run.db.writer() as session:
+            self._fence(session)
+            progress_db.record(
+                session,
+                self.run.notification_uuid,
+                self.attempt,
+                task.position,
+                task.name,
+                task.state,
+                task.progress,
+                detail,
+            )
+
+
+class TaskProgress:
+    """One task's entry; created in the database by its first ``update``."""
+
+    def __init__(self, flow: FlowProgress, position: int, name: str) -> None:
+        self.flow = flow
+        self.position = position
+        self.name = name
+        self.state = PENDING
+        self.progress = 0.0
+        self.reported = False
+
+    def update(self, message: str, progress: float = 0.0) -> None:
+        """The reference's ``update_details``: append a message at a progress value."""
+        self.progress = float(progress)
+        LOG.info("%s: %s", self.name, message)
+        detail = {
+            "timestamp": str(self.flow.run.clock.now()),
+            "message": message,
+            "progress": str(float(progress)),
+        }
+        self.flow.write(self, detail)
+        self.reported = True
+
+    def set_state(self, state: str) -> None:
+        self.state = state
+        if state in _STATE_PROGRESS:
+            self.progress = _STATE_PROGRESS[state]
+        if self.reported:
+            self.flow.write(self, None)

@@ -1,0 +1,139 @@
+"""Instance failure: stop the instance, start it, confirm it is active."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from oslo_utils import strutils
+
+from masakari import exception
+from masakari.db import work
+from masakari.engine.context import Cancelled, PollTimeout, RunContext, is_conflict
+from masakari.engine.recovery.evacuate import VM_STATE
+from masakari.engine.recovery.flow import Flow, TaskContext, task
+
+LOG = logging.getLogger(__name__)
+
+# The libvirt events worth a recovery, and their details (masakari/engine/instance_events.py).
+INSTANCE_EVENTS: dict[str, tuple[str, ...]] = {
+    "QEMU_GUEST_AGENT_ERROR": ("STOPPED_FAILED",),
+    "LIFECYCLE": ("STOPPED_FAILED",),
+    "IO_ERROR": ("IO_ERROR_REPORT",),
+}
+
+
+def is_handled_event(payload: dict[str, Any]) -> bool:
+    return payload.get("vir_domain_event") in INSTANCE_EVENTS.get(payload.get("event"), ())  # type: ignore[arg-type]
+
+
+@task("StopInstanceTask")
+def stop_instance(ctx: TaskContext) -> None:
+    instance_uuid: str = ctx.store["instance_uuid"]
+    conf = ctx.conf
+    server = ctx.nova.get_server(instance_uuid)
+    key = conf.instance_failure.ha_enabled_instance_metadata_key
+    is_ha = strutils.bool_from_string((server.get("metadata") or {}).get(key, False))
+    if not conf.instance_failure.process_all_instances and not is_ha:
+        msg = f"Skipping recovery for instance: {instance_uuid} as it is not Ha_Enabled"
+        LOG.info(msg)
+        ctx.update_details(msg, 1.0)
+        raise exception.SkipInstanceRecovery()
+
+    vm_state = server.get(VM_STATE)
+    if vm_state in ("paused", "rescued"):
+        msg = f"Recovery of instance '{instance_uuid}' is ignored as it is in '{vm_state}' state."
+        LOG.warning(msg)
+        ctx.update_details(msg, 1.0)
+        raise exception.IgnoreInstanceRecovery(msg)
+
+    if vm_state != "stopped":
+        if vm_state == "resized":
+            ctx.nova.reset_state(instance_uuid, "active")
+        ctx.update_details(f"Stopping instance: {instance_uuid}")
+        try:
+            ctx.nova.stop_server(instance_uuid)
+        except exception.NovaError as exc:
+            if not is_conflict(exc):
+                raise
+            # Stopped meanwhile (by its own crash, or by someone else): that is fine.
+            ctx.update_details(f"Conflict when stopping instance: {instance_uuid}")
+            if ctx.nova.get_server(instance_uuid).get(VM_STATE) != "stopped":
+                raise
+
+    def stopped() -> bool:
+        return ctx.nova.get_server(instance_uuid).get(VM_STATE) == "stopped"
+
+    try:
+        ctx.run.poll(stopped, conf.verify_interval, conf.wait_period_after_power_off)
+    except PollTimeout:
+        msg = f"Failed to stop instance {instance_uuid}"
+        ctx.update_details(msg, 1.0)
+        raise exception.InstanceRecoveryFailure(message=msg) from None
+    ctx.update_details(f"Stopped instance: '{instance_uuid}'", 1.0)
+
+
+@task("StartInstanceTask")
+def start_instance(ctx: TaskContext) -> None:
+    instance_uuid: str = ctx.store["instance_uuid"]
+    ctx.update_details(f"Starting instance: '{instance_uuid}'")
+    vm_state = ctx.nova.get_server(instance_uuid).get(VM_STATE)
+    if vm_state != "stopped":
+        msg = (
+            f"Invalid state for Instance {instance_uuid}. Expected state: 'STOPPED', Actual state: "
+            f"'{vm_state}'"
+        )
+        ctx.update_details(msg, 1.0)
+        raise exception.InstanceRecoveryFailure(message=msg)
+    ctx.nova.start_server(instance_uuid)
+    ctx.update_details(f"Instance started: '{instance_uuid}'", 1.0)
+
+
+@task("ConfirmInstanceActiveTask")
+def confirm_instance_active(ctx: TaskContext) -> None:
+    instance_uuid: str = ctx.store["instance_uuid"]
+    conf = ctx.conf
+    ctx.update_details(f"Confirming instance '{instance_uuid}' vm_state is ACTIVE")
+
+    def active() -> bool:
+        return ctx.nova.get_server(instance_uuid).get(VM_STATE) == "active"
+
+    try:
+        ctx.run.poll(active, conf.verify_interval, conf.wait_period_after_power_on)
+    except PollTimeout:
+        msg = f"Failed to start instance {instance_uuid}"
+        ctx.update_details(msg, 1.0)
+        raise exception.InstanceRecoveryFailure(message=msg) from None
+    ctx.update_details(f"Confirmed instance '{instance_uuid}' vm_state is ACTIVE", 1.0)
+
+
+def handle(
+    run: RunContext, flows: Any, notification: work.NotificationData, payload: dict[str, Any]
+) -> str:
+    """A VM notification: the status it ends with."""
+    if not is_handled_event(payload):
+        LOG.info(
+            "Notification '%s' received with payload %s is ignored.",
+            notification.notification_uuid,
+            payload,
+        )
+        return work.IGNORED
+    tasks = flows.instance
+    store = {
+        "instance_uuid": payload.get("instance_uuid"),
+        "notification_uuid": notification.notification_uuid,
+    }
+    try:
+        Flow(run, tasks["pre"], tasks["main"], tasks["post"]).run_linear(store)
+    except exception.IgnoreInstanceRecovery:
+        return work.IGNORED
+    except exception.SkipInstanceRecovery:
+        return work.FINISHED
+    except Cancelled:
+        raise
+    except Exception as exc:
+        LOG.error(
+            "Failed to process notification '%s'. Reason: %s", notification.notification_uuid, exc
+        )
+        return work.ERROR
+    return work.FINISHED

@@ -1,0 +1,410 @@
+"""masakari-engine: takes notifications from the database, recovers, and writes the outcome.
+
+One loop thread polls the queue (a primary-key range above a high-water mark every
+``engine_poll_interval``, a bounded sweep every few seconds), takes over notifications
+whose claim expired, and runs the periodic retry and expiry tasks; a heartbeat thread renews
+the claims; a bounded pool of worker threads runs the recoveries, with slots of its own for
+the periodic retries so that a slow retry never delays a new notification.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import datetime
+import itertools
+import logging
+import os
+import socket
+import threading
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import sqlalchemy.exc
+from oslo_config import cfg
+
+from masakari.db import work
+from masakari.db.database import Database
+from masakari.engine import recovery, tasks
+from masakari.engine.context import Cancelled, Clock, Fence, Nova, RunContext
+
+LOG = logging.getLogger(__name__)
+
+# Notifications recovered at once by one engine, and retries on top of those.
+DEFAULT_WORKERS = 8
+DEFAULT_RETRY_WORKERS = 2
+# Rows read by one poll; the sweep catches what a poll left behind.
+BATCH = 50
+# Seconds between two sweeps of the queue (new rows the range scan missed, expired claims).
+SWEEP_INTERVAL = 5.0
+# Ids below the high-water mark a sweep still looks at: rows whose insert committed late.
+SWEEP_SLACK = 1000
+# Seconds a stopping engine waits for its cancelled recoveries to unwind.
+STOP_GRACE = 5.0
+
+
+@dataclasses.dataclass
+class _Work:
+    notification_uuid: str
+    token: int
+    retry: bool
+    cancel: threading.Event
+    future: concurrent.futures.Future[None] | None = None
+
+
+class EngineService:
+    """Everything one masakari-engine process runs. ``start()``, then ``stop()``."""
+
+    def __init__(
+        self,
+        conf: cfg.ConfigOpts,
+        db: Database,
+        nova: Nova,
+        *,
+        clock: Clock | None = None,
+        owner: str | None = None,
+        workers: int = DEFAULT_WORKERS,
+        retry_workers: int = DEFAULT_RETRY_WORKERS,
+        sweep_interval: float = SWEEP_INTERVAL,
+    ) -> None:
+        self.conf = conf
+        self.db = db
+        self.nova = nova
+        self.clock = clock or Clock()
+        # A fresh id per process: a restarted engine does not inherit its old claims, it
+        # takes them over once they expire like any other engine would.
+        self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.flows = tasks.load_flows(conf)
+        self.workers = workers
+        self.retry_workers = retry_workers
+        self.sweep_interval = sweep_interval
+        self._tokens = itertools.count(1)
+        self._lock = threading.Lock()
+        self._active: dict[str, _Work] = {}
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._sweep_due = True
+        self._hwm = 0
+        self._lwm = 0
+        self._pool = concurrent.futures.ThreadPoolExecutor(
+            max_workers=workers + retry_workers, thread_name_prefix="recovery"
+        )
+        self._threads: list[threading.Thread] = []
+
+    # --- life cycle ------------------------------------------------------------------------
+
+    def start(self) -> None:
+        LOG.info("masakari-engine %s starting", self.owner)
+        for target, name in ((self._loop, "engine-loop"), (self._heartbeat, "engine-claims")):
+            thread = threading.Thread(target=target, name=name, daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def stop(self, grace: float = STOP_GRACE) -> None:
+        """Stop taking work, cancel the recoveries, release what did not finish."""
+        LOG.info("masakari-engine %s stopping", self.owner)
+        self._stopping.set()
+        self._wake.set()
+        for thread in self._threads:
+            thread.join(timeout=grace)
+        with self._lock:
+            running = list(self._active.values())
+        for item in running:
+            item.cancel.set()
+        futures = [w.future for w in running if w.future is not None]
+        concurrent.futures.wait(futures, timeout=grace)
+        with self._lock:
+            left = {w.notification_uuid: w.token for w in self._active.values()}
+        if left:
+            self._release(left)
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        LOG.info("masakari-engine %s stopped", self.owner)
+
+    def wait_idle(self, timeout: float) -> bool:
+        """For tests: wait until no recovery runs in this engine."""
+        deadline = self.clock.monotonic() + timeout
+        while self.clock.monotonic() < deadline:
+            with self._lock:
+                if not self._active:
+                    return True
+            threading.Event().wait(0.02)
+        return False
+
+    # --- the loop --------------------------------------------------------------------------
+
+    def _loop(self) -> None:
+        conf = self.conf
+        started = self.clock.monotonic()
+        periodic = bool(getattr(conf, "periodic_enable", True))
+        next_sweep = started
+        # As the reference's periodic tasks: the first run is one interval after start.
+        next_retry = started + conf.process_unfinished_notifications_interval
+        next_expiry = started + conf.check_expired_notifications_interval
+        self._guard(self._take_over_orphans)
+        while not self._stopping.is_set():
+            now = self.clock.monotonic()
+            self._guard(self.poll)
+            if self._sweep_due or now >= next_sweep:
+                self._sweep_due = False
+                next_sweep = now + self.sweep_interval
+                self._guard(self.sweep)
+            if periodic and now >= next_retry:
+                next_retry = now + conf.process_unfinished_notifications_interval
+                self._guard(self.process_unfinished_notifications)
+            if periodic and now >= next_expiry:
+                next_expiry = now + conf.check_expired_notifications_interval
+                self._guard(self.check_expired_notifications)
+            self._wake.wait(conf.engine_poll_interval)
+            self._wake.clear()
+
+    def _guard(self, step: Callable[[], Any]) -> None:
+        """A database hiccup must not kill the loop: log it and try again next round."""
+        try:
+            step()
+        except sqlalchemy.exc.SQLAlchemyError as exc:
+            LOG.warning("Engine step %s failed: %s", getattr(step, "__name__", step), exc)
+        except Exception:
+            LOG.exception("Engine step %s failed", getattr(step, "__name__", step))
+
+    def _free(self, retry: bool) -> int:
+        with self._lock:
+            used = sum(1 for w in self._active.values() if w.retry == retry)
+        return (self.retry_workers if retry else self.workers) - used
+
+    def _expiry(self) -> datetime.datetime:
+        return self.clock.now() + datetime.timedelta(seconds=self.conf.engine_claim_timeout)
+
+    def poll(self) -> None:
+        """New rows above the high-water mark: one primary-key range, usually empty."""
+        with self.db.reader() as session:
+            rows = work.new_after(session, self._hwm, BATCH)
+        for row in rows:
+            if self._stopping.is_set() or self._free(retry=False) <= 0:
+                return  # the rest stays above the mark for the next poll
+            self._hwm = max(self._hwm, row.id)
+            if not row.host_busy:
+                self._claim_and_start(row, retry=False)
+
+    def sweep(self) -> None:
+        """What polls left behind (busy hosts, late commits) and claims that expired."""
+        with self.db.reader() as session:
+            rows = work.new_after(session, self._lwm, BATCH)
+            watermark = self._hwm
+        lowest_waiting: int | None = None
+        for row in rows:
+            if self._stopping.is_set() or self._free(retry=False) <= 0:
+                lowest_waiting = row.id if lowest_waiting is None else lowest_waiting
+                break
+            if row.host_busy or self._claim_and_start(row, retry=False) == work.ClaimResult.BUSY:
+                lowest_waiting = row.id if lowest_waiting is None else lowest_waiting
+        if lowest_waiting is not None:
+            self._lwm = max(self._lwm, lowest_waiting - 1)
+        elif len(rows) < BATCH:
+            self._lwm = max(self._lwm, watermark - SWEEP_SLACK)
+        else:
+            self._lwm = max(self._lwm, rows[-1].id)
+        self._take_over_expired()
+
+    def _claim_and_start(self, row: work.Candidate, retry: bool) -> str:
+        token = next(self._tokens)
+        try:
+            with self.db.writer() as session:
+                result = work.claim(
+                    session,
+                    row.notification_uuid,
+                    self.owner,
+                    token,
+                    from_statuses=[row.status],
+                    expires_at=self._expiry(),
+                    generated_before=self._retry_new_before()
+                    if retry and row.status == work.NEW
+                    else None,
+                )
+        except sqlalchemy.exc.IntegrityError:
+            return work.ClaimResult.GONE
+        if result == work.ClaimResult.CLAIMED:
+            LOG.info("Claimed notification %s (%s)", row.notification_uuid, row.status)
+            self._start(row.notification_uuid, token, retry)
+        return result
+
+    def _start(self, notification_uuid: str, token: int, retry: bool) -> None:
+        item = _Work(notification_uuid, token, retry, threading.Event())
+        with self._lock:
+            self._active[notification_uuid] = item
+        item.future = self._pool.submit(self._run, item)
+
+    # --- one recovery ----------------------------------------------------------------------
+
+    def process(
+        self,
+        notification_uuid: str,
+        token: int,
+        retry: bool = False,
+        cancel: threading.Event | None = None,
+    ) -> str | None:
+        """Recover a notification we hold a claim on; write the outcome. Returns the status."""
+        run = RunContext(
+            conf=self.conf,
+            nova=self.nova,
+            db=self.db,
+            clock=self.clock,
+            notification_uuid=notification_uuid,
+            fence=Fence(self.owner, token),
+            cancel=cancel or threading.Event(),
+        )
+        with self.db.reader() as session:
+            notification = work.get_notification(session, notification_uuid)
+        if notification is None:
+            return None
+        try:
+            outcome = recovery.recover(run, self.flows, notification)
+        except Cancelled:
+            LOG.warning("Recovery of notification %s stopped before its end", notification_uuid)
+            self._release({notification_uuid: token})
+            return None
+        except Exception:
+            LOG.exception("Recovery of notification %s failed", notification_uuid)
+            outcome = recovery.Outcome(work.ERROR)
+        status = outcome.status
+        if retry and status == work.ERROR:
+            # The retry loop gives a notification one more chance, then gives up on it.
+            status = work.FAILED
+            LOG.error(
+                "Periodic task 'process_unfinished_notifications': Notification %s exits "
+                "with status: %s.",
+                notification_uuid,
+                status,
+            )
+        with self.db.writer() as session:
+            written = work.finish(
+                session, notification_uuid, self.owner, token, status, outcome.message
+            )
+        if not written:
+            LOG.warning(
+                "Notification %s was taken from this engine; its outcome %s is dropped",
+                notification_uuid,
+                status,
+            )
+            return None
+        return status
+
+    def _run(self, item: _Work) -> None:
+        try:
+            self.process(item.notification_uuid, item.token, item.retry, item.cancel)
+        except Exception:
+            LOG.exception("Engine failed to finish notification %s", item.notification_uuid)
+        finally:
+            with self._lock:
+                self._active.pop(item.notification_uuid, None)
+            # Another notification of the same host may be waiting for this one.
+            self._sweep_due = True
+            self._wake.set()
+
+    # --- claims ----------------------------------------------------------------------------
+
+    def _heartbeat(self) -> None:
+        interval = max(1.0, self.conf.engine_claim_timeout / 3.0)
+        while not self._stopping.wait(interval):
+            self._guard(self.renew_claims)
+
+    def renew_claims(self) -> None:
+        with self._lock:
+            tokens = {w.notification_uuid: w.token for w in self._active.values()}
+        if not tokens:
+            return
+        with self.db.writer() as session:
+            mine = work.renew(session, self.owner, tokens, self._expiry())
+        for notification_uuid in set(tokens) - mine:
+            LOG.warning(
+                "Notification %s is no longer ours (taken over or expired): stopping it",
+                notification_uuid,
+            )
+            with self._lock:
+                item = self._active.get(notification_uuid)
+            if item is not None:
+                item.cancel.set()
+
+    def _release(self, tokens: dict[str, int]) -> None:
+        try:
+            with self.db.writer() as session:
+                work.release(session, self.owner, tokens, self.clock.now())
+        except sqlalchemy.exc.SQLAlchemyError as exc:
+            LOG.warning("Could not release claims %s: %s", sorted(tokens), exc)
+
+    def _take_over(self, notification_uuids: list[str]) -> None:
+        for notification_uuid in notification_uuids:
+            if self._stopping.is_set() or self._free(retry=False) <= 0:
+                return
+            with self._lock:
+                if notification_uuid in self._active:
+                    continue
+            token = next(self._tokens)
+            now = self.clock.now()
+            try:
+                with self.db.writer() as session:
+                    taken = work.take_over(
+                        session, notification_uuid, self.owner, token, now, self._expiry()
+                    )
+            except sqlalchemy.exc.IntegrityError:
+                taken = False
+            if taken:
+                LOG.warning(
+                    "Took over notification %s: its engine stopped renewing its claim",
+                    notification_uuid,
+                )
+                self._start(notification_uuid, token, retry=False)
+
+    def _take_over_expired(self) -> None:
+        with self.db.reader() as session:
+            expired = work.takeover_candidates(session, self.clock.now(), BATCH)
+        self._take_over(expired)
+
+    def _take_over_orphans(self) -> None:
+        with self.db.reader() as session:
+            orphans = work.orphan_candidates(session, BATCH)
+        self._take_over(orphans)
+
+    # --- periodic tasks --------------------------------------------------------------------
+
+    def _retry_new_before(self) -> datetime.datetime:
+        return self.clock.now() - datetime.timedelta(
+            seconds=self.conf.retry_notification_new_status_interval
+        )
+
+    def process_unfinished_notifications(self) -> None:
+        """Retry ``error`` notifications, and ``new`` ones nobody took in time, once each.
+
+        Every engine runs it; the claim makes each retry happen in exactly one engine.
+        """
+        self._take_over_orphans()
+        free = self._free(retry=True)
+        if free <= 0:
+            return
+        with self.db.reader() as session:
+            rows = work.retry_candidates(session, self._retry_new_before(), BATCH)
+        for row in rows:
+            if self._stopping.is_set() or self._free(retry=True) <= 0:
+                return
+            if not row.host_busy:
+                self._claim_and_start(row, retry=True)
+
+    def check_expired_notifications(self) -> None:
+        """Fail unfinished notifications older than notifications_expired_interval."""
+        before = self.clock.now() - datetime.timedelta(
+            seconds=self.conf.notifications_expired_interval
+        )
+        while not self._stopping.is_set():
+            with self.db.writer() as session:
+                expired = work.expire(session, before, BATCH)
+            for notification_uuid in expired:
+                LOG.error(
+                    "Periodic task 'check_expired_notifications': Notification %s is expired.",
+                    notification_uuid,
+                )
+            with self._lock:
+                for notification_uuid in expired:
+                    if notification_uuid in self._active:
+                        self._active[notification_uuid].cancel.set()
+            if len(expired) < BATCH:
+                return

@@ -1,0 +1,178 @@
+"""Fixtures: a migrated SQLite database, the Nova simulator, and rows to recover."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from oslo_config import cfg
+
+from masakari import conf as masakari_conf
+from masakari.db import migration
+from masakari.db.database import Database
+from masakari.db.models import Host, Notification, RecoveryTask, Segment, VMove
+from masakari.engine.service import EngineService
+from tests.fakes.nova import NovaSimulator
+
+# Fast timings: every confirmation polls every 0.1 s and gives up after 1.5 s.
+FAST = {
+    "wait_period_after_service_update": 0,
+    "wait_period_after_evacuation": 2,
+    "wait_period_after_power_off": 2,
+    "wait_period_after_power_on": 2,
+    "verify_interval": 1,
+    "engine_poll_interval": 0.05,
+    "engine_claim_timeout": 5,
+    "nova_api_timeout": 5,
+}
+
+
+@pytest.fixture
+def db(tmp_path: Any) -> Iterator[Database]:
+    database = Database.from_url(f"sqlite:///{tmp_path}/masakari.db")
+    migration.upgrade(database.engine)
+    yield database
+    database.dispose()
+
+
+@pytest.fixture
+def sim() -> Iterator[NovaSimulator]:
+    with NovaSimulator() as simulator:
+        yield simulator
+
+
+def make_conf(sim: NovaSimulator, **overrides: Any) -> cfg.ConfigOpts:
+    return masakari_conf.for_tests(**{**sim.conf_overrides(), **FAST, **overrides})
+
+
+@pytest.fixture
+def conf(sim: NovaSimulator) -> cfg.ConfigOpts:
+    return make_conf(sim)
+
+
+def add_segment(db: Database, recovery_method: str = "auto", enabled: bool = True) -> str:
+    seg = str(uuid.uuid4())
+    with db.writer() as s:
+        s.add(
+            Segment(
+                uuid=seg,
+                name="seg-" + seg[:8],
+                service_type="compute",
+                recovery_method=recovery_method,
+                enabled=enabled,
+            )
+        )
+    return seg
+
+
+def add_host(
+    db: Database, segment: str, name: str, reserved: bool = False, on_maintenance: bool = False
+) -> str:
+    host = str(uuid.uuid4())
+    with db.writer() as s:
+        s.add(
+            Host(
+                uuid=host,
+                name=name,
+                type="COMPUTE",
+                control_attributes="ssh",
+                failover_segment_id=segment,
+                reserved=reserved,
+                on_maintenance=on_maintenance,
+            )
+        )
+    # Distinct created_at: reserved hosts are tried newest first.
+    time.sleep(0.01)
+    return host
+
+
+def notify(
+    db: Database,
+    host_uuid: str,
+    type: str,
+    payload: dict[str, Any],
+    status: str = "new",
+    generated_time: datetime.datetime | None = None,
+) -> str:
+    nid = str(uuid.uuid4())
+    with db.writer() as s:
+        host = s.query(Host).filter_by(uuid=host_uuid).one()
+        s.add(
+            Notification(
+                notification_uuid=nid,
+                generated_time=generated_time
+                or datetime.datetime.now(datetime.UTC).replace(tzinfo=None),
+                source_host_uuid=host_uuid,
+                type=type,
+                payload=json.dumps(payload),
+                status=status,
+                failover_segment_uuid=host.failover_segment_id,
+            )
+        )
+    return nid
+
+
+HOST_DOWN = {"event": "STOPPED", "host_status": "NORMAL", "cluster_status": "OFFLINE"}
+
+
+def status_of(db: Database, nid: str) -> str:
+    with db.reader() as s:
+        return s.query(Notification).filter_by(notification_uuid=nid).one().status
+
+
+def wait_status(
+    db: Database, nid: str, statuses: tuple[str, ...] = ("finished", "error", "ignored", "failed"),
+    timeout: float = 30.0,
+) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status = status_of(db, nid)
+        if status in statuses:
+            return status
+        time.sleep(0.05)
+    raise AssertionError(f"notification {nid} still {status_of(db, nid)} after {timeout}s")
+
+
+def details(db: Database, nid: str) -> list[tuple[int, str, str, list[str]]]:
+    with db.reader() as s:
+        rows = (
+            s.query(RecoveryTask)
+            .filter_by(notification_uuid=nid)
+            .order_by(RecoveryTask.attempt, RecoveryTask.position)
+            .all()
+        )
+        return [
+            (r.attempt, r.name, r.state, [d["message"] for d in json.loads(r.details)])
+            for r in rows
+        ]
+
+
+def vmoves(db: Database, nid: str) -> list[VMove]:
+    with db.reader() as s:
+        return s.query(VMove).filter_by(notification_uuid=nid).order_by(VMove.id).all()
+
+
+def host_row(db: Database, host_uuid: str) -> Host:
+    with db.reader() as s:
+        return s.query(Host).filter_by(uuid=host_uuid).one()
+
+
+@pytest.fixture
+def engine_factory(db: Database, sim: NovaSimulator) -> Iterator[Any]:
+    started: list[EngineService] = []
+
+    def make(conf: cfg.ConfigOpts, start: bool = True, **kwargs: Any) -> EngineService:
+        service = EngineService(conf, db, sim.client(timeout=5), **kwargs)
+        if start:
+            service.start()
+        started.append(service)
+        return service
+
+    yield make
+    for service in started:
+        service.stop(grace=2)
