@@ -13,14 +13,24 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import random
+import time
 import uuid as uuidlib
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
+from oslo_db import exception as db_exc
 from sqlalchemy import orm
 
+from masakari.db.database import Database
 from masakari.db.models import Host, Notification, NotificationClaim, Segment, VMove
+
+T = TypeVar("T")
+
+# Attempts of a transaction that lost a lock race, and the base pause between two.
+WRITE_ATTEMPTS = 10
+WRITE_BACKOFF = 0.02
 
 # Notification statuses, as the reference stores them.
 NEW = "new"
@@ -90,6 +100,31 @@ class ClaimResult:
     CLAIMED = "claimed"
     GONE = "gone"  # no longer in a claimable status (another engine won, or it moved on)
     BUSY = "busy"  # another notification of the same source host is running
+
+
+def _lost_lock_race(exc: BaseException) -> bool:
+    """A deadlock (MySQL, PostgreSQL) or SQLite's busy answer to a reader turning writer."""
+    if isinstance(exc, db_exc.DBDeadlock):
+        return True
+    text = str(exc)
+    return "database is locked" in text or "database table is locked" in text
+
+
+def transaction(db: Database, fn: Callable[[orm.Session], T]) -> T:
+    """Run ``fn`` in one writer transaction; run it again when it lost a lock race.
+
+    Engine transactions read, then write under conditions: a deadlock victim (or, on SQLite,
+    a transaction whose snapshot went stale before its first write) is safe to replay.
+    """
+    for attempt in range(1, WRITE_ATTEMPTS + 1):
+        try:
+            with db.writer() as session:
+                return fn(session)
+        except (sa.exc.OperationalError, db_exc.DBError) as exc:
+            if attempt == WRITE_ATTEMPTS or not _lost_lock_race(exc):
+                raise
+            time.sleep(WRITE_BACKOFF * attempt * (1 + random.random()))
+    raise AssertionError("unreachable")
 
 
 # --- reading the queue ---------------------------------------------------------------------

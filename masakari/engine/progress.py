@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import logging
 
+from sqlalchemy import orm
+
 from masakari.db import progress as progress_db
 from masakari.db import work
 from masakari.engine.context import Cancelled, RunContext
@@ -36,18 +38,21 @@ class FlowProgress:
 
     def start(self) -> None:
         """Take the next attempt number; rows come later, when tasks report."""
-        with self.run.db.writer() as session:
+
+        def take(session: orm.Session) -> int:
             self._fence(session)
-            self.attempt = progress_db.next_attempt(session, self.run.notification_uuid)
+            return progress_db.next_attempt(session, self.run.notification_uuid)
+
+        self.attempt = work.transaction(self.run.db, take)
 
     def task(self, position: int, name: str) -> TaskProgress:
         return TaskProgress(self, position, name)
 
-    def _fence(self, session: object) -> None:
+    def _fence(self, session: orm.Session) -> None:
         fence = self.run.fence
         if fence is None:
             return
-        if not work.owns(session, self.run.notification_uuid, fence.owner, fence.token):  # type: ignore[arg-type]
+        if not work.owns(session, self.run.notification_uuid, fence.owner, fence.token):
             # Another engine owns the notification now, or it expired: stop writing.
             self.run.cancel.set()
             raise Cancelled()
@@ -55,19 +60,23 @@ class FlowProgress:
     def write(self, task: TaskProgress, detail: dict[str, str] | None) -> None:
         if self.attempt is None:
             self.start()
-        assert self.attempt is not None
-        with self.run.db.writer() as session:
+        attempt = self.attempt
+        assert attempt is not None
+
+        def record(session: orm.Session) -> None:
             self._fence(session)
             progress_db.record(
                 session,
                 self.run.notification_uuid,
-                self.attempt,
+                attempt,
                 task.position,
                 task.name,
                 task.state,
                 task.progress,
                 detail,
             )
+
+        work.transaction(self.run.db, record)
 
 
 class TaskProgress:

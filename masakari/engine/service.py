@@ -208,19 +208,20 @@ class EngineService:
 
     def _claim_and_start(self, row: work.Candidate, retry: bool) -> str:
         token = next(self._tokens)
+        generated_before = self._retry_new_before() if retry and row.status == work.NEW else None
         try:
-            with self.db.writer() as session:
-                result = work.claim(
+            result = work.transaction(
+                self.db,
+                lambda session: work.claim(
                     session,
                     row.notification_uuid,
                     self.owner,
                     token,
                     from_statuses=[row.status],
                     expires_at=self._expiry(),
-                    generated_before=self._retry_new_before()
-                    if retry and row.status == work.NEW
-                    else None,
-                )
+                    generated_before=generated_before,
+                ),
+            )
         except sqlalchemy.exc.IntegrityError:
             return work.ClaimResult.GONE
         if result == work.ClaimResult.CLAIMED:
@@ -276,10 +277,12 @@ class EngineService:
                 notification_uuid,
                 status,
             )
-        with self.db.writer() as session:
-            written = work.finish(
+        written = work.transaction(
+            self.db,
+            lambda session: work.finish(
                 session, notification_uuid, self.owner, token, status, outcome.message
-            )
+            ),
+        )
         if not written:
             LOG.warning(
                 "Notification %s was taken from this engine; its outcome %s is dropped",
@@ -313,8 +316,10 @@ class EngineService:
             tokens = {w.notification_uuid: w.token for w in self._active.values()}
         if not tokens:
             return
-        with self.db.writer() as session:
-            mine = work.renew(session, self.owner, tokens, self._expiry())
+        expires_at = self._expiry()
+        mine = work.transaction(
+            self.db, lambda session: work.renew(session, self.owner, tokens, expires_at)
+        )
         for notification_uuid in set(tokens) - mine:
             LOG.warning(
                 "Notification %s is no longer ours (taken over or expired): stopping it",
@@ -327,8 +332,8 @@ class EngineService:
 
     def _release(self, tokens: dict[str, int]) -> None:
         try:
-            with self.db.writer() as session:
-                work.release(session, self.owner, tokens, self.clock.now())
+            now = self.clock.now()
+            work.transaction(self.db, lambda s: work.release(s, self.owner, tokens, now))
         except sqlalchemy.exc.SQLAlchemyError as exc:
             LOG.warning("Could not release claims %s: %s", sorted(tokens), exc)
 
@@ -342,10 +347,12 @@ class EngineService:
             token = next(self._tokens)
             now = self.clock.now()
             try:
-                with self.db.writer() as session:
-                    taken = work.take_over(
-                        session, notification_uuid, self.owner, token, now, self._expiry()
-                    )
+                taken = work.transaction(
+                    self.db,
+                    lambda s, uuid_=notification_uuid, token_=token, now_=now: work.take_over(
+                        s, uuid_, self.owner, token_, now_, self._expiry()
+                    ),
+                )
             except sqlalchemy.exc.IntegrityError:
                 taken = False
             if taken:
@@ -395,8 +402,7 @@ class EngineService:
             seconds=self.conf.notifications_expired_interval
         )
         while not self._stopping.is_set():
-            with self.db.writer() as session:
-                expired = work.expire(session, before, BATCH)
+            expired = work.transaction(self.db, lambda session: work.expire(session, before, BATCH))
             for notification_uuid in expired:
                 LOG.error(
                     "Periodic task 'check_expired_notifications': Notification %s is expired.",

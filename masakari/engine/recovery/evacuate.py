@@ -27,6 +27,7 @@ VM_STATE = "OS-EXT-STS:vm_state"
 TASK_STATE = "OS-EXT-STS:task_state"
 POWER_STATE = "OS-EXT-STS:power_state"
 HYPERVISOR = "OS-EXT-SRV-ATTR:hypervisor_hostname"
+HOST = "OS-EXT-SRV-ATTR:host"
 TIMEOUT_MESSAGE = "Failed reason: timeout."
 
 
@@ -34,9 +35,17 @@ def _hypervisor(server: Server) -> str | None:
     return server.get(HYPERVISOR)
 
 
+def compute_host(server: Server) -> str | None:
+    """The compute service's host, which is the Masakari host name.
+
+    The reference compares the hypervisor hostname instead, which differs from the service
+    host where hypervisors report an FQDN: then any instance looked evacuated at once.
+    """
+    return server.get(HOST) or server.get(HYPERVISOR)
+
+
 def _update_vmove(run: RunContext, vmove_id: int, **values: Any) -> None:
-    with run.db.writer() as session:
-        work.update_vmove(session, vmove_id, **values)
+    work.transaction(run.db, lambda session: work.update_vmove(session, vmove_id, **values))
 
 
 def evacuate_and_confirm(run: RunContext, vmove: work.VMoveData, reserved_host: str | None) -> None:
@@ -95,7 +104,7 @@ def evacuate_and_confirm(run: RunContext, vmove: work.VMoveData, reserved_host: 
             state = current.get(VM_STATE)
             if state == "error" and state != expected:
                 raise exception.InstanceEvacuateFailed(instance_uuid=vmove.instance_uuid)
-            if _hypervisor(current) != source:
+            if compute_host(current) != source:
                 return (expected == "error" and state == "active") or expected == state
             return False
 
@@ -181,9 +190,8 @@ def _add_to_aggregates(ctx: TaskContext, host_name: str, reserved_host: str) -> 
 def _enable_reserved_host(ctx: TaskContext, host_name: str, reserved_host: str) -> None:
     # Taking the spare in the database is the lock: one recovery per reserved host across
     # every engine (the reference locks per process).
-    with ctx.db.writer() as session:
-        if not work.take_reserved_host(session, reserved_host):
-            raise exception.LockAlreadyAcquired(resource=reserved_host)
+    if not work.transaction(ctx.db, lambda s: work.take_reserved_host(s, reserved_host)):
+        raise exception.LockAlreadyAcquired(resource=reserved_host)
     try:
         ctx.update_details(f"Enabling reserved host: '{reserved_host}'", 0.1)
         if ctx.conf.host_failure.add_reserved_host_to_aggregate:
@@ -194,8 +202,7 @@ def _enable_reserved_host(ctx: TaskContext, host_name: str, reserved_host: str) 
         ctx.nova.enable_service(services[0]["id"])
     except BaseException:
         # Not enabled: it is still a spare, as the reference leaves it.
-        with ctx.db.writer() as session:
-            work.give_back_reserved_host(session, reserved_host)
+        work.transaction(ctx.db, lambda s: work.give_back_reserved_host(s, reserved_host))
         raise
 
 

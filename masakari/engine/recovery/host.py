@@ -6,11 +6,12 @@ import logging
 from typing import Any
 
 from oslo_utils import strutils
+from sqlalchemy import orm
 
 from masakari import exception
 from masakari.db import work
 from masakari.engine.context import Cancelled, PollTimeout, RunContext
-from masakari.engine.recovery.evacuate import HYPERVISOR, TASK_STATE, VM_STATE
+from masakari.engine.recovery.evacuate import HYPERVISOR, TASK_STATE, VM_STATE, compute_host
 from masakari.engine.recovery.flow import Flow, Task, TaskContext, task
 
 LOG = logging.getLogger(__name__)
@@ -74,7 +75,7 @@ def _settle_previous_evacuations(ctx: TaskContext, host_name: str) -> None:
 
         def settled(vmove: work.VMoveData = vmove) -> dict[str, Any] | None:
             server = ctx.nova.get_server(vmove.instance_uuid)
-            if server.get(TASK_STATE) is None or server.get(HYPERVISOR) != host_name:
+            if server.get(TASK_STATE) is None or compute_host(server) != host_name:
                 return server
             return None
 
@@ -86,15 +87,16 @@ def _settle_previous_evacuations(ctx: TaskContext, host_name: str) -> None:
         except exception.NovaError as exc:
             values.update(status=work.VMOVE_FAILED, message=str(exc))
         else:
-            if server.get(HYPERVISOR) != host_name and server.get(VM_STATE) != "error":
+            if compute_host(server) != host_name and server.get(VM_STATE) != "error":
                 values.update(status=work.VMOVE_SUCCEEDED, dest_host=server.get(HYPERVISOR))
             else:
                 values.update(
                     status=work.VMOVE_FAILED,
                     message="Failed reason: engine lost before confirmation.",
                 )
-        with ctx.db.writer() as session:
-            work.update_vmove(session, vmove.id, **values)
+        work.transaction(
+            ctx.db, lambda session, v=vmove.id, vals=values: work.update_vmove(session, v, **vals)
+        )
 
 
 @task("PrepareHAEnabledInstancesTask")
@@ -140,7 +142,9 @@ def prepare_ha_enabled_instances(ctx: TaskContext) -> None:
         LOG.info(msg)
         raise exception.SkipHostRecovery(message=msg)
 
-    with ctx.db.writer() as session:
+    now = ctx.run.clock.now()
+
+    def record_moves(session: orm.Session) -> list[work.VMoveData]:
         # Rows an earlier try left pending (its evacuation never started) are reused, so
         # that one instance never has two pending moves.
         pending = {
@@ -160,8 +164,11 @@ def prepare_ha_enabled_instances(ctx: TaskContext) -> None:
                 stale.id,
                 status=work.VMOVE_FAILED,
                 message="Failed reason: evacuation not started.",
-                end_time=ctx.run.clock.now(),
+                end_time=now,
             )
+        return created
+
+    created = work.transaction(ctx.db, record_moves)
     # The evacuation task works on exactly these rows: this attempt's, not earlier ones.
     ctx.store["vmove_ids"] = [v.id for v in created]
     ctx.store["ha_instance_ids"] = {server["id"] for server in ha}
@@ -273,15 +280,17 @@ def handle(
         )
         return work.IGNORED
 
-    with run.db.writer() as session:
+    def maintain(session: orm.Session) -> tuple[work.HostData, list[str]]:
         host = work.get_host(session, notification.source_host_uuid)
         if host is None:
             raise exception.HostNotFound(id=notification.source_host_uuid)
         LOG.info("Set host %s on maintenance.", host.name)
         work.put_on_maintenance(session, host.uuid, unreserve=host.reserved)
-        reserved_hosts: list[str] = []
-        if host.recovery_method != AUTO:
-            reserved_hosts = work.reserved_host_names(session, host.failover_segment_id)
+        if host.recovery_method == AUTO:
+            return host, []
+        return host, work.reserved_host_names(session, host.failover_segment_id)
+
+    host, reserved_hosts = work.transaction(run.db, maintain)
 
     store = {
         "host_name": host.name,

@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from sqlalchemy import orm
+
 from masakari import exception
 from masakari.db import work
 from masakari.engine.context import Cancelled, PollTimeout, RunContext
@@ -78,13 +80,16 @@ def handle(
         )
         return work.IGNORED
 
-    with run.db.writer() as session:
+    def maintain(session: orm.Session) -> work.HostData:
         host = work.get_host(session, notification.source_host_uuid)
         if host is None:
             raise exception.HostNotFound(id=notification.source_host_uuid)
         # Kept from the reference (rewrite-pack § 3.6): any stopped process, even one this
         # engine does not recover, puts the host on maintenance.
         work.put_on_maintenance(session, host.uuid, unreserve=False)
+        return host
+
+    host = work.transaction(run.db, maintain)
 
     if process_name != NOVA_COMPUTE:
         LOG.warning("Skipping recovery for process: %s.", process_name)

@@ -46,8 +46,21 @@ def sim() -> Iterator[NovaSimulator]:
         yield simulator
 
 
+# Options of named groups that tests change, at their defaults: masakari.conf registers one
+# OptGroup object in every ConfigOpts, so an override in a group leaks into the next conf.
+GROUP_DEFAULTS = {
+    "host_failure.evacuate_all_instances": True,
+    "host_failure.ignore_instances_in_error_state": False,
+    "host_failure.add_reserved_host_to_aggregate": False,
+    "host_failure.force_down_fenced_host": False,
+    "instance_failure.process_all_instances": False,
+}
+
+
 def make_conf(sim: NovaSimulator, **overrides: Any) -> cfg.ConfigOpts:
-    return masakari_conf.for_tests(**{**sim.conf_overrides(), **FAST, **overrides})
+    return masakari_conf.for_tests(
+        **{**sim.conf_overrides(), **FAST, **GROUP_DEFAULTS, **overrides}
+    )
 
 
 @pytest.fixture
