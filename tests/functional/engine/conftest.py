@@ -139,7 +139,9 @@ def status_of(db: Database, nid: str) -> str:
 
 
 def wait_status(
-    db: Database, nid: str, statuses: tuple[str, ...] = ("finished", "error", "ignored", "failed"),
+    db: Database,
+    nid: str,
+    statuses: tuple[str, ...] = ("finished", "error", "ignored", "failed"),
     timeout: float = 30.0,
 ) -> str:
     deadline = time.monotonic() + timeout

@@ -1,0 +1,186 @@
+"""The engine as a service: claims across engines, takeover, per-host order, periodic tasks."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from masakari.db.models import NotificationClaim, RecoveryTask
+from tests.functional.engine.conftest import (
+    HOST_DOWN,
+    add_host,
+    add_segment,
+    details,
+    make_conf,
+    notify,
+    status_of,
+    vmoves,
+    wait_status,
+)
+
+LIFECYCLE = {"event": "LIFECYCLE", "vir_domain_event": "STOPPED_FAILED"}
+
+
+def test_two_engines_process_each_notification_once(db, sim, engine_factory):
+    conf = make_conf(sim)
+    seg = add_segment(db)
+    nids, servers = [], []
+    for i in range(12):
+        host = f"compute-{i}"
+        sim.add_service(host)
+        h = add_host(db, seg, host)
+        vm = sim.add_server(host=host, metadata={"HA_Enabled": "True"})
+        servers.append(vm)
+        nids.append(notify(db, h, "VM", {**LIFECYCLE, "instance_uuid": vm}))
+    engine_factory(conf, owner="engine-a", sweep_interval=0.2)
+    engine_factory(conf, owner="engine-b", sweep_interval=0.2)
+    assert {wait_status(db, nid) for nid in nids} == {"finished"}
+    stops = [c["path"] for c in sim.nova_calls() if c["body"] == {"os-stop": None}]
+    assert sorted(stops) == sorted(f"/servers/{vm}/action" for vm in servers)
+    with db.reader() as s:
+        assert {r.attempt for r in s.query(RecoveryTask)} == {1}
+        assert s.query(NotificationClaim).count() == 0
+
+
+def test_notifications_of_one_host_run_one_after_the_other(db, sim, engine_factory):
+    sim.add_service("compute-1")
+    h1 = add_host(db, add_segment(db), "compute-1")
+    first = sim.add_server(host="compute-1", metadata={"HA_Enabled": "True"})
+    second = sim.add_server(host="compute-1", metadata={"HA_Enabled": "True"})
+    sim.slow(1.0, method="POST", action="os-stop", server=first)
+    n1 = notify(db, h1, "VM", {**LIFECYCLE, "instance_uuid": first})
+    n2 = notify(db, h1, "VM", {**LIFECYCLE, "instance_uuid": second})
+    engine_factory(make_conf(sim), sweep_interval=0.2)
+    assert wait_status(db, n1) == wait_status(db, n2) == "finished"
+    calls = sim.nova_calls()
+    last_of_first = max(i for i, c in enumerate(calls) if c["path"].startswith(f"/servers/{first}"))
+    first_of_second = min(
+        i for i, c in enumerate(calls) if c["path"].startswith(f"/servers/{second}")
+    )
+    assert last_of_first < first_of_second
+
+
+def test_periodic_retry_finishes_a_vm_recovery(db, sim, engine_factory):
+    sim.add_service("compute-1")
+    h1 = add_host(db, add_segment(db), "compute-1")
+    vm = sim.add_server(host="compute-1", metadata={"HA_Enabled": "True"})
+    sim.fail(500, method="POST", action="os-start", times=1)
+    nid = notify(db, h1, "VM", {**LIFECYCLE, "instance_uuid": vm})
+    engine_factory(make_conf(sim, process_unfinished_notifications_interval=2))
+    assert wait_status(db, nid, ("error", "finished")) == "error"
+    assert wait_status(db, nid, ("finished", "failed")) == "finished"
+    assert [(a, n, s) for a, n, s, _ in details(db, nid)] == [
+        (1, "StopInstanceTask", "REVERTED"),
+        (1, "StartInstanceTask", "REVERTED"),
+        (2, "StopInstanceTask", "SUCCESS"),
+        (2, "StartInstanceTask", "SUCCESS"),
+        (2, "ConfirmInstanceActiveTask", "SUCCESS"),
+    ]
+
+
+def test_periodic_retry_of_a_host_counts_only_its_own_moves(db, sim, engine_factory):
+    sim.add_service("compute-1", state="down")
+    sim.add_service("compute-2")
+    vm = sim.add_server(host="compute-1", metadata={"HA_Enabled": "True"})
+    sim.fail(500, method="POST", action="evacuate", times=1)
+    h1 = add_host(db, add_segment(db), "compute-1")
+    nid = notify(db, h1, "COMPUTE_HOST", HOST_DOWN)
+    engine_factory(make_conf(sim, process_unfinished_notifications_interval=2))
+    assert wait_status(db, nid, ("error", "finished")) == "error"
+    # The reference fails it: the failed move of the first attempt poisons the retry.
+    assert wait_status(db, nid, ("finished", "failed")) == "finished"
+    assert sim.server(vm)["OS-EXT-SRV-ATTR:host"] == "compute-2"
+    assert [v.status for v in vmoves(db, nid)] == ["failed", "succeeded"]
+
+
+def test_a_failed_retry_ends_failed(db, sim, engine_factory):
+    sim.add_service("compute-1")
+    h1 = add_host(db, add_segment(db), "compute-1")
+    vm = sim.add_server(host="compute-1", metadata={"HA_Enabled": "True"})
+    sim.fail(500, method="POST", action="os-start")
+    nid = notify(db, h1, "VM", {**LIFECYCLE, "instance_uuid": vm})
+    engine_factory(make_conf(sim, process_unfinished_notifications_interval=2))
+    assert wait_status(db, nid, ("failed",)) == "failed"
+
+
+def test_old_unfinished_notifications_expire(db, sim, engine_factory):
+    sim.add_service("compute-1")
+    h1 = add_host(db, add_segment(db, "reserved_host"), "compute-1")
+    old = datetime.datetime.now(datetime.UTC).replace(tzinfo=None) - datetime.timedelta(hours=2)
+    nid = notify(db, h1, "COMPUTE_HOST", HOST_DOWN, generated_time=old)
+    engine_factory(
+        make_conf(sim, check_expired_notifications_interval=1, notifications_expired_interval=60)
+    )
+    assert wait_status(db, nid, ("error",)) == "error"
+    assert wait_status(db, nid, ("failed",)) == "failed"
+
+
+def test_periodic_tasks_wait_one_interval(db, sim, engine_factory):
+    sim.add_service("compute-1")
+    h1 = add_host(db, add_segment(db), "compute-1")
+    nid = notify(db, h1, "VM", {**LIFECYCLE, "instance_uuid": "missing"}, status="error")
+    engine_factory(make_conf(sim, process_unfinished_notifications_interval=3))
+    time.sleep(1.5)
+    assert status_of(db, nid) == "error"
+    assert wait_status(db, nid, ("failed",)) == "failed"
+
+
+def _write_conf(path, sim, db_url, **extra):
+    conf = make_conf(sim)
+    lines = [
+        "[DEFAULT]",
+        f"os_privileged_user_name = {conf.os_privileged_user_name}",
+        f"os_privileged_user_password = {conf.os_privileged_user_password}",
+        f"os_privileged_user_tenant = {conf.os_privileged_user_tenant}",
+        f"os_privileged_user_auth_url = {conf.os_privileged_user_auth_url}",
+        "nova_catalog_admin_info = compute:nova:publicURL",
+        "wait_period_after_service_update = 0",
+        "wait_period_after_evacuation = 30",
+        "verify_interval = 1",
+        "engine_poll_interval = 0.1",
+        "engine_claim_timeout = 5",
+        *(f"{k} = {v}" for k, v in extra.items()),
+        "[database]",
+        f"connection = {db_url}",
+        "[keystone_authtoken]",
+        "auth_type = password",
+    ]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_killed_engine_is_taken_over(db, sim, engine_factory, tmp_path):
+    sim.add_service("compute-1", state="down")
+    sim.add_service("compute-2")
+    sim.set_evacuate_delay(3.0)
+    vms = [sim.add_server(host="compute-1", metadata={"HA_Enabled": "True"}) for _ in range(4)]
+    h1 = add_host(db, add_segment(db), "compute-1")
+    conf_file = tmp_path / "engine.conf"
+    _write_conf(conf_file, sim, str(db.engine.url), host_failure_recovery_threads=2)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "masakari.cmd.engine", "--config-file", str(conf_file)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        nid = notify(db, h1, "COMPUTE_HOST", HOST_DOWN)
+        deadline = time.monotonic() + 30
+        while not any(v.status == "ongoing" for v in vmoves(db, nid)):
+            assert time.monotonic() < deadline, "the first engine never started evacuating"
+            time.sleep(0.05)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert status_of(db, nid) == "running"
+
+    engine_factory(make_conf(sim, wait_period_after_evacuation=30), sweep_interval=0.5)
+    assert wait_status(db, nid, timeout=60) == "finished"
+    assert {sim.server(vm)["OS-EXT-SRV-ATTR:host"] for vm in vms} == {"compute-2"}
+    # Nova refuses (409) an evacuation while the previous one rebuilds: finishing proves the
+    # second engine waited for the first engine's evacuations instead of repeating them.
+    assert {v.instance_uuid for v in vmoves(db, nid) if v.status == "succeeded"} == set(vms)
+    assert {a for a, *_ in details(db, nid)} == {1, 2}
