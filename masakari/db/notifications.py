@@ -1,0 +1,93 @@
+"""Queries on notifications: list, get, the duplicate lookup and the insert of a new one."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import orm
+
+from masakari import exception
+from masakari.db.models import Notification
+from masakari.db.segments import paginate
+
+
+def list_(
+    session: orm.Session,
+    filters: Mapping[str, Any],
+    sort_keys: Sequence[str],
+    sort_dirs: Sequence[str],
+    limit: int | None,
+    marker: str | None,
+) -> list[Notification]:
+    """Filters: status, source_host_uuid, type (as given), generated-since (naive UTC)."""
+    criteria: list[Any] = []
+    if "source_host_uuid" in filters:
+        criteria.append(Notification.source_host_uuid == filters["source_host_uuid"])
+    if "type" in filters:
+        criteria.append(Notification.type == filters["type"])
+    if "status" in filters:
+        criteria.append(Notification.status == filters["status"])
+    if "generated-since" in filters:
+        criteria.append(Notification.generated_time >= filters["generated-since"])
+    return paginate(session, Notification, criteria, sort_keys, sort_dirs, limit, marker)
+
+
+def get(session: orm.Session, notification_uuid: str) -> Notification:
+    row = session.scalar(
+        sa.select(Notification).where(
+            Notification.notification_uuid == notification_uuid, Notification.deleted == 0
+        )
+    )
+    if row is None:
+        raise exception.NotificationNotFound(id=notification_uuid)
+    return row
+
+
+def has_duplicate(
+    session: orm.Session,
+    type_: str,
+    source_host_uuid: str,
+    payload: Mapping[str, Any],
+    since: datetime.datetime,
+) -> bool:
+    """Whether a notification of this type and host, generated at ``since`` or later, has
+    the same payload (compared as objects: key order does not matter). Any status counts."""
+    stored = session.scalars(
+        sa.select(Notification.payload).where(
+            Notification.deleted == 0,
+            Notification.type == type_,
+            Notification.source_host_uuid == source_host_uuid,
+            Notification.generated_time >= since,
+        )
+    )
+    return any(text is not None and json.loads(text) == payload for text in stored)
+
+
+def create(
+    session: orm.Session,
+    type_: str,
+    generated_time: datetime.datetime,
+    source_host_uuid: str,
+    failover_segment_uuid: str,
+    payload: Mapping[str, Any],
+) -> Notification:
+    """Insert a notification in status new; the engine takes it from there."""
+    row = Notification(
+        notification_uuid=str(uuid.uuid4()),
+        type=type_,
+        generated_time=generated_time,
+        source_host_uuid=source_host_uuid,
+        failover_segment_uuid=failover_segment_uuid,
+        # The reference stores the payload as json.dumps of the request's object, key
+        # order kept: sorting by payload depends on this text.
+        payload=json.dumps(payload),
+        status="new",
+    )
+    session.add(row)
+    session.flush()
+    return row
