@@ -1,0 +1,112 @@
+"""Microversions of the instance-ha API: the supported range, header parsing, per-version data."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import TypeVar
+
+from masakari import exception
+
+SERVICE_TYPE = "instance-ha"
+HEADER = "OpenStack-API-Version"
+
+# Every version this API serves, oldest first, with what it changed.
+VERSIONS: tuple[tuple[str, str], ...] = (
+    ("1.0", "the initial API"),
+    ("1.1", "notification show adds recovery_workflow_details"),
+    ("1.2", "segment create and update accept enabled"),
+    ("1.3", "vmoves (served at every version: clients send 1.3, older ones do not)"),
+)
+
+Version = tuple[int, int]
+
+# No major 0, no leading zeros: what the reference's APIVersionRequest accepts.
+_VERSION_RE = re.compile(r"^([1-9]\d*)\.([1-9]\d*|0)$")
+
+T = TypeVar("T")
+
+
+def parse_string(text: str) -> Version:
+    """``"1.2"`` -> ``(1, 2)``; anything else is InvalidAPIVersionString."""
+    match = _VERSION_RE.match(text)
+    if match is None:
+        raise exception.InvalidAPIVersionString(version=text)
+    return int(match.group(1)), int(match.group(2))
+
+
+MIN_VERSION: Version = parse_string(VERSIONS[0][0])
+MAX_VERSION: Version = parse_string(VERSIONS[-1][0])
+DEFAULT_VERSION = MIN_VERSION
+
+
+def to_string(version: Version) -> str:
+    major, minor = version
+    return f"{major}.{minor}"
+
+
+def header_text(version: Version) -> str:
+    """The response header's value. masakari 22.0.0 names the service type on successes and
+    faults alike (the reference's source tree still says ``masakari X.Y`` on successes)."""
+    return f"{SERVICE_TYPE} {to_string(version)}"
+
+
+def header_value(headers: Mapping[str, str]) -> str | None:
+    """The instance-ha entry of the OpenStack-API-Version header, or None.
+
+    Entries for other services and entries without a version are skipped; the
+    last instance-ha entry of a comma-separated list wins (microversion-parse).
+    """
+    raw = None
+    for name, value in headers.items():
+        if name.lower() == HEADER.lower():
+            raw = value if raw is None else raw + "," + value
+    if raw is None:
+        return None
+    for entry in reversed(raw.split(",")):
+        parts = entry.strip().split(None, 1)
+        if len(parts) == 2 and parts[0].lower() == SERVICE_TYPE:
+            return parts[1].strip()
+    return None
+
+
+def from_headers(headers: Mapping[str, str]) -> Version:
+    """The requested version: default without header, max for ``latest``.
+
+    Raises InvalidAPIVersionString (400) or, carrying the parsed version,
+    UnsupportedVersion (406).
+    """
+    text = header_value(headers)
+    if text is None:
+        return DEFAULT_VERSION
+    if text == "latest":
+        return MAX_VERSION
+    version = parse_string(text)
+    if not MIN_VERSION <= version <= MAX_VERSION:
+        raise UnsupportedVersion(
+            version,
+            req_ver=to_string(version),
+            min_ver=to_string(MIN_VERSION),
+            max_ver=to_string(MAX_VERSION),
+        )
+    return version
+
+
+class UnsupportedVersion(exception.InvalidGlobalAPIVersion):
+    """A well-formed version outside MIN_VERSION..MAX_VERSION (406)."""
+
+    def __init__(self, version: Version, **kwargs: str) -> None:
+        self.version = version
+        super().__init__(**kwargs)
+
+
+def select(version: Version, choices: Mapping[str, T]) -> T:
+    """The value of the newest key (a starting version like ``"1.2"``) not above ``version``."""
+    best: tuple[Version, T] | None = None
+    for start, value in choices.items():
+        since = parse_string(start)
+        if since <= version and (best is None or since > best[0]):
+            best = (since, value)
+    if best is None:
+        raise LookupError(f"no choice for version {to_string(version)}")
+    return best[1]

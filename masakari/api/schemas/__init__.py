@@ -1,0 +1,1 @@
+"""JSON schemas of the request bodies, one module per resource, as the reference declares them."""
