@@ -1,0 +1,226 @@
+"""Instance, process and compute-service tasks, one by one, on a fake Nova."""
+
+from __future__ import annotations
+
+import pytest
+
+from masakari import exception
+from masakari.engine.context import PollTimeout
+from masakari.engine.progress import FlowProgress
+from masakari.engine.recovery import host, instance, process
+from masakari.engine.recovery.flow import TaskContext
+from tests.unit.engine.conftest import make_run
+from tests.unit.engine.fakes import nova_error
+
+
+class Recorder:
+    """A progress entry that keeps messages in memory."""
+
+    def __init__(self) -> None:
+        self.messages: list[tuple[float, str]] = []
+
+    def update(self, message: str, progress: float = 0.0) -> None:
+        self.messages.append((progress, message))
+
+
+def run_task(fn, run, **store):
+    progress = Recorder()
+    fn(TaskContext(run, store, progress))  # type: ignore[arg-type]
+    return progress.messages
+
+
+def run_failing(fn, run, error, **store):
+    progress = Recorder()
+    with pytest.raises(error):
+        fn(TaskContext(run, store, progress))  # type: ignore[arg-type]
+    return progress.messages
+
+
+@pytest.fixture
+def vm(nova):
+    nova.add_service("compute-1")
+    return nova.add_server("vm", "compute-1", metadata={"HA_Enabled": "True"})
+
+
+def test_stop_start_confirm(db, nova, clock, vm):
+    run = make_run(db, nova, clock)
+    assert run_task(instance.stop_instance, run, instance_uuid=vm) == [
+        (0.0, "Stopping instance: vm"),
+        (1.0, "Stopped instance: 'vm'"),
+    ]
+    assert run_task(instance.start_instance, run, instance_uuid=vm) == [
+        (0.0, "Starting instance: 'vm'"),
+        (1.0, "Instance started: 'vm'"),
+    ]
+    assert run_task(instance.confirm_instance_active, run, instance_uuid=vm) == [
+        (0.0, "Confirming instance 'vm' vm_state is ACTIVE"),
+        (1.0, "Confirmed instance 'vm' vm_state is ACTIVE"),
+    ]
+
+
+@pytest.mark.parametrize("value", ["False", "no", "0", "", "maybe"])
+def test_non_ha_metadata_values_skip(db, nova, clock, value):
+    nova.add_server("vm", "compute-1", metadata={"HA_Enabled": value})
+    run = make_run(db, nova, clock)
+    messages = run_failing(
+        instance.stop_instance, run, exception.SkipInstanceRecovery, instance_uuid="vm"
+    )
+    assert messages == [(1.0, "Skipping recovery for instance: vm as it is not Ha_Enabled")]
+
+
+def test_own_metadata_key(db, nova, clock):
+    nova.add_server("vm", "compute-1", metadata={"ha": "yes"})
+    run = make_run(db, nova, clock, **{"instance_failure.ha_enabled_instance_metadata_key": "ha"})
+    run_task(instance.stop_instance, run, instance_uuid="vm")
+
+
+def test_start_refuses_an_instance_that_is_not_stopped(db, nova, clock, vm):
+    run = make_run(db, nova, clock)
+    messages = run_failing(
+        instance.start_instance, run, exception.InstanceRecoveryFailure, instance_uuid=vm
+    )
+    assert messages[-1] == (
+        1.0,
+        "Invalid state for Instance vm. Expected state: 'STOPPED', Actual state: 'active'",
+    )
+
+
+def test_start_timeout(db, nova, clock, vm):
+    nova.servers[vm]["OS-EXT-STS:vm_state"] = "stopped"
+    nova.ignore.add(("start", vm))
+    run = make_run(db, nova, clock)
+    run_task(instance.start_instance, run, instance_uuid=vm)
+    messages = run_failing(
+        instance.confirm_instance_active, run, exception.InstanceRecoveryFailure, instance_uuid=vm
+    )
+    assert messages[-1] == (1.0, "Failed to start instance vm")
+    assert clock.offset > 60
+
+
+def test_nova_error_propagates(db, nova, clock, vm):
+    nova.fail[("stop", vm)] = nova_error(500)
+    run = make_run(db, nova, clock)
+    run_failing(instance.stop_instance, run, exception.NovaError, instance_uuid=vm)
+
+
+def test_disable_compute_node(db, nova, clock):
+    nova.add_service("compute-1")
+    run = make_run(db, nova, clock)
+    store = {"host_name": "compute-1", "process_name": "nova-compute"}
+    assert run_task(process.disable_compute_node, run, **store)[-1] == (
+        1.0,
+        "Disabled compute service on host: 'compute-1'",
+    )
+    assert nova.services["compute-1"]["disabled_reason"] == "Masakari detected process failed."
+    assert run_task(process.disable_compute_node, run, **store)[-1] == (
+        1.0,
+        "Skipping recovery for process nova-compute as it is already disabled",
+    )
+
+
+def test_confirm_disabled_times_out(db, nova, clock):
+    nova.add_service("compute-1")
+    run = make_run(db, nova, clock, wait_period_after_service_update=30)
+    messages = run_failing(
+        process.confirm_compute_node_disabled,
+        run,
+        exception.ProcessRecoveryFailure,
+        host_name="compute-1",
+        process_name="nova-compute",
+    )
+    assert messages[-1] == (1.0, "Failed to disable service nova-compute")
+
+
+def test_confirm_disabled_without_timeout_waits(db, nova, clock):
+    nova.add_service("compute-1")
+    run = make_run(db, nova, clock)  # wait_period_after_service_update = 0: no timeout
+    polls = 0
+    real = nova.find_compute_services
+
+    def slowly_disabled(host_name):
+        nonlocal polls
+        polls += 1
+        if polls == 500:
+            nova.services[host_name]["status"] = "disabled"
+        return real(host_name)
+
+    nova.find_compute_services = slowly_disabled
+    run_task(
+        process.confirm_compute_node_disabled,
+        run,
+        host_name="compute-1",
+        process_name="nova-compute",
+    )
+    assert polls == 500
+
+
+def test_disable_compute_service_sleeps(db, nova, clock):
+    nova.add_service("compute-1", state="down")
+    run = make_run(db, nova, clock, wait_period_after_service_update=180)
+    messages = run_task(
+        host.disable_compute_service, run, host_name="compute-1", host_status="NORMAL"
+    )
+    assert messages == [
+        (0.0, "Disabling compute service on host: 'compute-1'"),
+        (1.0, "Disabled compute service on host: 'compute-1'"),
+    ]
+    assert clock.offset == 180
+    assert [c[0] for c in nova.calls] == ["find_compute_services", "disable_service"]
+
+
+def test_force_down_before_disabling_and_no_sleep(db, nova, clock):
+    nova.add_service("compute-1")
+    run = make_run(
+        db,
+        nova,
+        clock,
+        wait_period_after_service_update=180,
+        **{"host_failure.force_down_fenced_host": True},
+    )
+    messages = run_task(
+        host.disable_compute_service, run, host_name="compute-1", host_status="normal"
+    )
+    assert [c[0] for c in nova.calls] == [
+        "find_compute_services",
+        "force_down_service",
+        "find_compute_services",
+        "disable_service",
+    ]
+    assert messages[1] == (0.5, "Forced down compute service on host: 'compute-1'")
+    assert clock.offset == 0
+
+
+def test_force_down_not_confirmed_fails(db, nova, clock):
+    nova.add_service("compute-1")
+    nova.force_down_service = lambda *a, **k: None  # accepted, never applied
+    run = make_run(
+        db,
+        nova,
+        clock,
+        wait_period_after_service_update=10,
+        **{"host_failure.force_down_fenced_host": True},
+    )
+    run_failing(
+        host.disable_compute_service, run, PollTimeout, host_name="compute-1", host_status="NORMAL"
+    )
+    assert "disable_service" not in [c[0] for c in nova.calls]
+
+
+def test_missing_compute_service(db, nova, clock):
+    run = make_run(db, nova, clock)
+    run_failing(
+        host.disable_compute_service, run, exception.ComputeNotFoundByName, host_name="nowhere"
+    )
+
+
+def test_progress_values_and_states(db, nova, clock, vm):
+    run = make_run(db, nova, clock)
+    flow = FlowProgress(run)
+    entry = flow.task(0, "StopInstanceTask")
+    entry.set_state("RUNNING")
+    entry.update("half", 0.5)
+    assert (entry.state, entry.progress) == ("RUNNING", 0.5)
+    entry.set_state("REVERTING")
+    assert entry.progress == 0.0
+    entry.set_state("REVERTED")
+    assert entry.progress == 1.0
