@@ -1,0 +1,1 @@
+"""The HTTP API: app assembly, routing, microversions, validation, faults and handlers."""

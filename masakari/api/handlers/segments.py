@@ -1,0 +1,54 @@
+"""Failover segments: /v1/segments and /v1/segments/{id}."""
+
+from __future__ import annotations
+
+from masakari.api import handlers, views
+from masakari.api.request import ApiRequest, Reply, created, no_content, ok
+from masakari.api.schemas import segments as schemas
+from masakari.ha import segments as segments_api
+from masakari.policies import segments as policies
+
+FILTERS = ("recovery_method", "service_type", "enabled")
+
+
+def index(req: ApiRequest) -> Reply:
+    """GET /v1/segments: 200 with the page of segments, newest first by default."""
+    req.can(policies.INDEX)
+    page = handlers.page(req)
+    rows = segments_api.list_(
+        req.state.db,
+        handlers.filters(req, FILTERS),
+        page.sort_keys,
+        page.sort_dirs,
+        page.limit,
+        page.marker,
+    )
+    return ok({"segments": [views.segment(row) for row in rows]})
+
+
+def show(req: ApiRequest) -> Reply:
+    """GET /v1/segments/{id}: 200 with the segment."""
+    req.can(policies.DETAIL)
+    return ok({"segment": views.segment(segments_api.get(req.state.db, req.route_args["id"]))})
+
+
+def create(req: ApiRequest) -> Reply:
+    """POST /v1/segments: 201 with the segment (enabled accepted from 1.2)."""
+    body = req.validated(schemas.CREATE)
+    req.can(policies.CREATE)
+    return created({"segment": views.segment(segments_api.create(req.state.db, body["segment"]))})
+
+
+def update(req: ApiRequest) -> Reply:
+    """PUT /v1/segments/{id}: 200 with the segment; 409 while in use."""
+    body = req.validated(schemas.UPDATE)
+    req.can(policies.UPDATE)
+    row = segments_api.update(req.state.db, req.route_args["id"], body["segment"])
+    return ok({"segment": views.segment(row)})
+
+
+def delete(req: ApiRequest) -> Reply:
+    """DELETE /v1/segments/{id}: 204; its hosts are deleted with it; 409 while in use."""
+    req.can(policies.DELETE)
+    segments_api.delete(req.state.db, req.route_args["id"])
+    return no_content()

@@ -1,0 +1,88 @@
+"""Response bodies: database rows as the reference shows them (ids, soft-delete fields, times)."""
+
+from __future__ import annotations
+
+import datetime
+import json
+from typing import Any
+
+from masakari.db import models
+
+# oslo.serialization's format: naive, always with microseconds.
+TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%f"
+
+
+def _time(value: datetime.datetime | None) -> str | None:
+    return None if value is None else value.strftime(TIME_FORMAT)
+
+
+def _soft_delete_fields(row: Any) -> dict[str, Any]:
+    return {
+        "created_at": _time(row.created_at),
+        "updated_at": _time(row.updated_at),
+        "deleted_at": _time(row.deleted_at),
+        "deleted": bool(row.deleted),
+        "id": row.id,
+    }
+
+
+def segment(row: models.Segment) -> dict[str, Any]:
+    return {
+        **_soft_delete_fields(row),
+        "uuid": row.uuid,
+        "name": row.name,
+        "service_type": row.service_type,
+        "enabled": bool(row.enabled),
+        "description": row.description,
+        "recovery_method": row.recovery_method,
+    }
+
+
+def host(row: models.Host) -> dict[str, Any]:
+    return {
+        **_soft_delete_fields(row),
+        "uuid": row.uuid,
+        "name": row.name,
+        "failover_segment_id": row.failover_segment_id,
+        "failover_segment": segment(row.failover_segment),
+        "type": row.type,
+        "reserved": bool(row.reserved),
+        "control_attributes": row.control_attributes,
+        "on_maintenance": bool(row.on_maintenance),
+    }
+
+
+def notification(
+    row: models.Notification, workflow_details: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    body = {
+        **_soft_delete_fields(row),
+        "notification_uuid": row.notification_uuid,
+        "generated_time": _time(row.generated_time),
+        "source_host_uuid": row.source_host_uuid,
+        "type": row.type,
+        "payload": None if row.payload is None else json.loads(row.payload),
+        "status": row.status,
+        "failover_segment_uuid": row.failover_segment_uuid,
+        "message": row.message,
+    }
+    if workflow_details is not None:
+        body["recovery_workflow_details"] = workflow_details
+    return body
+
+
+def vmove(row: models.VMove) -> dict[str, Any]:
+    return {
+        **_soft_delete_fields(row),
+        "uuid": row.uuid,
+        "notification_uuid": row.notification_uuid,
+        "instance_uuid": row.instance_uuid,
+        "instance_name": row.instance_name,
+        "source_host": row.source_host,
+        "dest_host": row.dest_host,
+        "start_time": _time(row.start_time),
+        "end_time": _time(row.end_time),
+        "type": row.type,
+        "status": row.status,
+        "message": row.message,
+    }
