@@ -1,0 +1,156 @@
+"""The masakari-api WSGI application: the reference's api-paste.ini pipelines, built in code.
+
+``build(conf)`` returns the application. When [wsgi]/api_paste_config names an existing
+file, that file is loaded instead (its factory names resolve to this package), so a
+deployer's customised api-paste.ini keeps working.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+from collections.abc import Callable
+from typing import Any
+
+from keystonemiddleware import auth_token
+from oslo_config import cfg
+from oslo_middleware import cors, healthcheck, http_proxy_to_wsgi, request_id, sizelimit
+from oslo_middleware import opts as middleware_opts
+from oslo_policy import policy as oslo_policy
+
+from masakari import policy
+from masakari.api import auth, faults, pasteload, router
+from masakari.api.handlers.versions import VersionsApp
+from masakari.api.urlmap import URLMap
+from masakari.compute import nova
+from masakari.db.database import Database
+
+LOG = logging.getLogger(__name__)
+
+WSGIApp = Callable[..., Any]
+
+# /v1, outermost first (etc/masakari/api-paste.ini of the reference). CORS answers
+# preflights before anything else; the proxy headers must be applied before anything
+# reads the URL; the request id is set before faults are logged; the size limit refuses
+# big bodies before authentication spends a Keystone call on them; the token is checked
+# before the context is built from its headers; routing comes last, so that an unknown
+# path with a bad token is a 401.
+V1_PIPELINES = {
+    "keystone": (
+        "cors",
+        "http_proxy_to_wsgi",
+        "request_id",
+        "faultwrap",
+        "sizelimit",
+        "authtoken",
+        "keystonecontext",
+    ),
+    "noauth2": ("cors", "http_proxy_to_wsgi", "request_id", "faultwrap", "sizelimit", "noauth2"),
+}
+# GET / is served without authentication nor size limit.
+ROOT_PIPELINE = ("faultwrap", "http_proxy_to_wsgi")
+
+HEALTHCHECK_DISABLE_FILE = "/etc/masakari/healthcheck_disable"
+
+
+@dataclasses.dataclass
+class AppState:
+    """What the handlers need, passed in rather than read from globals."""
+
+    conf: cfg.ConfigOpts
+    db: Database
+    enforcer: oslo_policy.Enforcer
+    check_compute: Callable[[str], None]
+
+
+def nova_compute_check(conf: cfg.ConfigOpts) -> Callable[[str], None]:
+    """The host check: Nova must list a nova-compute service on a host of that name."""
+
+    def check(host_name: str) -> None:
+        nova.get_client(conf).get_compute_service(host_name)
+
+    return check
+
+
+def make_state(
+    conf: cfg.ConfigOpts,
+    db: Database | None = None,
+    check_compute: Callable[[str], None] | None = None,
+) -> AppState:
+    return AppState(
+        conf=conf,
+        db=db or Database.from_conf(conf),
+        enforcer=policy.make_enforcer(conf),
+        check_compute=check_compute or nova_compute_check(conf),
+    )
+
+
+def build(
+    conf: cfg.ConfigOpts,
+    db: Database | None = None,
+    check_compute: Callable[[str], None] | None = None,
+) -> WSGIApp:
+    """The application for ``conf``; ``db`` and ``check_compute`` are test seams."""
+    state = make_state(conf, db, check_compute)
+    paste_file = paste_config_file(conf)
+    if paste_file is not None:
+        LOG.info("Loading the API pipelines of %s", paste_file)
+        return pasteload.load(paste_file, state)
+    return URLMap(
+        {
+            "/v1": v1_app(state),
+            "/healthcheck": healthcheck_app(conf),
+            "": _wrap(VersionsApp(state), ROOT_PIPELINE, state),
+        }
+    )
+
+
+def paste_config_file(conf: cfg.ConfigOpts) -> str | None:
+    """The deployer's api-paste.ini when [wsgi]/api_paste_config names an existing file
+    (a relative name is looked for next to the configuration files)."""
+    name = conf.wsgi.api_paste_config
+    if not name:
+        return None
+    path = name if os.path.isabs(name) else conf.find_file(name)
+    return path if path and os.path.exists(path) else None
+
+
+def v1_app(state: AppState) -> WSGIApp:
+    pipeline = V1_PIPELINES[state.conf.auth_strategy]
+    app: WSGIApp = router.Router(state, state.conf.osapi_v1.project_id_regex)
+    return _wrap(app, pipeline, state)
+
+
+def _wrap(app: WSGIApp, pipeline: tuple[str, ...], state: AppState) -> WSGIApp:
+    for name in reversed(pipeline):
+        app = FILTERS[name](app, state)
+    return app
+
+
+def _cors(app: WSGIApp, state: AppState) -> WSGIApp:
+    return cors.CORS(app, state.conf)
+
+
+def _authtoken(app: WSGIApp, state: AppState) -> WSGIApp:
+    return auth_token.AuthProtocol(app, {"oslo_config_config": state.conf})
+
+
+FILTERS: dict[str, Callable[[WSGIApp, AppState], WSGIApp]] = {
+    "cors": _cors,
+    "http_proxy_to_wsgi": lambda app, state: http_proxy_to_wsgi.HTTPProxyToWSGI(app, state.conf),
+    "request_id": lambda app, state: request_id.RequestId(app, state.conf),
+    "faultwrap": lambda app, state: faults.FaultWrapper(app),
+    "sizelimit": lambda app, state: sizelimit.RequestBodySizeLimiter(app, state.conf),
+    "authtoken": _authtoken,
+    "keystonecontext": auth.MasakariKeystoneContext,
+    "noauth2": auth.NoAuthMiddleware,
+}
+
+
+def healthcheck_app(conf: cfg.ConfigOpts) -> WSGIApp:
+    """oslo.middleware's healthcheck with the reference's disable_by_file backend as default."""
+    conf.register_opts(middleware_opts.list_opts_healthcheck()[0][1], group="healthcheck")
+    conf.set_default("backends", ["disable_by_file"], group="healthcheck")
+    conf.set_default("disable_by_file_path", HEALTHCHECK_DISABLE_FILE, group="healthcheck")
+    return healthcheck.Healthcheck(None, conf)

@@ -1,0 +1,87 @@
+"""Request contexts from the token middleware's headers (keystone) or from nothing (noauth2).
+
+The class and factory names are the reference's, so that its api-paste.ini loads this code.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import webob
+import webob.dec
+import webob.exc
+
+from masakari.api import pasteload
+from masakari.api.request import CONTEXT_KEY
+from masakari.context import RequestContext
+
+WSGIApp = Callable[..., Any]
+
+
+class _ContextMiddleware:
+    """Puts a RequestContext in ``environ["masakari.context"]``."""
+
+    def __init__(self, application: WSGIApp, state: Any) -> None:
+        self.application = application
+        self.state = state
+
+    @classmethod
+    def factory(cls, global_conf: dict[str, Any], **local_conf: Any) -> Callable[[WSGIApp], Any]:
+        """paste.deploy filter factory; the app state comes from the loader in progress."""
+        state = pasteload.current_state()
+        return lambda app: cls(app, state)
+
+    def _context(self, req: webob.Request, **extra: Any) -> RequestContext:
+        remote_address = req.remote_addr
+        if self.state.conf.use_forwarded_for:
+            remote_address = req.headers.get("X-Forwarded-For", remote_address)
+        catalog = None
+        header = req.headers.get("X-Service-Catalog")
+        if header is not None:
+            try:
+                catalog = json.loads(header)
+            except ValueError as exc:
+                raise webob.exc.HTTPInternalServerError("Invalid service catalog json.") from exc
+        return RequestContext.from_environ(
+            req.environ,
+            enforcer=self.state.enforcer,
+            remote_address=remote_address,
+            service_catalog=catalog,
+            **extra,
+        )
+
+
+class MasakariKeystoneContext(_ContextMiddleware):
+    """auth_strategy = keystone: the context of the token auth_token validated; 401 without
+    a user id (plain text, as the reference)."""
+
+    @webob.dec.wsgify
+    def __call__(self, req: webob.Request) -> Any:
+        ctx = self._context(req, user_auth_plugin=req.environ.get("keystone.token_auth"))
+        if ctx.user_id is None:
+            return webob.exc.HTTPUnauthorized()
+        req.environ[CONTEXT_KEY] = ctx
+        return self.application
+
+
+class NoAuthMiddleware(_ContextMiddleware):
+    """auth_strategy = noauth2: no credential checked, every caller is an administrator.
+
+    The user and project come from X-User-Id and X-Project-Id when the client sends them.
+    """
+
+    @webob.dec.wsgify
+    def __call__(self, req: webob.Request) -> Any:
+        req.environ[CONTEXT_KEY] = self._context(req, is_admin=True)
+        return self.application
+
+
+def pipeline_factory_v1(loader: Any, global_conf: dict[str, Any], **local_conf: str) -> Any:
+    """paste.deploy composite: the pipeline named after [DEFAULT]/auth_strategy."""
+    names = local_conf[pasteload.current_state().conf.auth_strategy].split()
+    app = loader.get_app(names[-1])
+    for name in reversed(names[:-1]):
+        app = loader.get_filter(name)(app)
+    return app
