@@ -28,9 +28,10 @@ from masakari.db.models import Host, Notification, NotificationClaim, Segment, V
 
 T = TypeVar("T")
 
-# Attempts of a transaction that lost a lock race, and the base pause between two.
-WRITE_ATTEMPTS = 10
-WRITE_BACKOFF = 0.02
+# How long a transaction that keeps losing lock races is replayed, and the pauses between.
+WRITE_RETRY_SECONDS = 15.0
+WRITE_BACKOFF = 0.01
+WRITE_BACKOFF_MAX = 0.25
 
 # Notification statuses, as the reference stores them.
 NEW = "new"
@@ -116,15 +117,17 @@ def transaction(db: Database, fn: Callable[[orm.Session], T]) -> T:
     Engine transactions read, then write under conditions: a deadlock victim (or, on SQLite,
     a transaction whose snapshot went stale before its first write) is safe to replay.
     """
-    for attempt in range(1, WRITE_ATTEMPTS + 1):
+    deadline = time.monotonic() + WRITE_RETRY_SECONDS
+    pause = WRITE_BACKOFF
+    while True:
         try:
             with db.writer() as session:
                 return fn(session)
         except (sa.exc.OperationalError, db_exc.DBError) as exc:
-            if attempt == WRITE_ATTEMPTS or not _lost_lock_race(exc):
+            if not _lost_lock_race(exc) or time.monotonic() > deadline:
                 raise
-            time.sleep(WRITE_BACKOFF * attempt * (1 + random.random()))
-    raise AssertionError("unreachable")
+        time.sleep(pause * (1 + random.random()))
+        pause = min(pause * 2, WRITE_BACKOFF_MAX)
 
 
 # --- reading the queue ---------------------------------------------------------------------
@@ -161,19 +164,23 @@ def _candidate_columns() -> sa.Select[Any]:
     )
 
 
+def after(
+    session: orm.Session, after_id: int, limit: int, status: str | None = None
+) -> list[Candidate]:
+    """Notifications above an id (of one status), oldest first: a primary-key range scan."""
+    stmt = _candidate_columns().where(Notification.id > after_id, Notification.deleted == 0)
+    if status is not None:
+        stmt = stmt.where(Notification.status == status)
+    return _candidates(stmt.order_by(Notification.id).limit(limit), session)
+
+
 def new_after(session: orm.Session, after_id: int, limit: int) -> list[Candidate]:
-    """``new`` notifications above an id, oldest first: a range scan on the primary key."""
-    stmt = (
-        _candidate_columns()
-        .where(
-            Notification.id > after_id,
-            Notification.status == NEW,
-            Notification.deleted == 0,
-        )
-        .order_by(Notification.id)
-        .limit(limit)
-    )
-    return _candidates(stmt, session)
+    """``new`` notifications above an id, oldest first."""
+    return after(session, after_id, limit, status=NEW)
+
+
+def max_id(session: orm.Session) -> int:
+    return session.scalar(sa.select(sa.func.max(Notification.id))) or 0
 
 
 def retry_candidates(

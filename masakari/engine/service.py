@@ -51,6 +51,7 @@ class _Work:
     retry: bool
     cancel: threading.Event
     future: concurrent.futures.Future[None] | None = None
+    finishing: bool = False
 
 
 class EngineService:
@@ -141,6 +142,7 @@ class EngineService:
         # As the reference's periodic tasks: the first run is one interval after start.
         next_retry = started + conf.process_unfinished_notifications_interval
         next_expiry = started + conf.check_expired_notifications_interval
+        self._guard(self._start_marks)
         self._guard(self._take_over_orphans)
         while not self._stopping.is_set():
             now = self.clock.monotonic()
@@ -157,6 +159,12 @@ class EngineService:
                 self._guard(self.check_expired_notifications)
             self._wake.wait(conf.engine_poll_interval)
             self._wake.clear()
+
+    def _start_marks(self) -> None:
+        """Polls start at the newest row; the first sweep, at once, looks at older ones."""
+        with self.db.reader() as session:
+            self._hwm = work.max_id(session)
+        self._lwm = 0
 
     def _guard(self, step: Callable[[], Any]) -> None:
         """A database hiccup must not kill the loop: log it and try again next round."""
@@ -176,15 +184,20 @@ class EngineService:
         return self.clock.now() + datetime.timedelta(seconds=self.conf.engine_claim_timeout)
 
     def poll(self) -> None:
-        """New rows above the high-water mark: one primary-key range, usually empty."""
+        """Rows above the high-water mark: one primary-key range, usually empty.
+
+        Every row moves the mark, whatever its status, so that the range stays short even
+        when other engines take the work.
+        """
         with self.db.reader() as session:
-            rows = work.new_after(session, self._hwm, BATCH)
+            rows = work.after(session, self._hwm, BATCH)
         for row in rows:
-            if self._stopping.is_set() or self._free(retry=False) <= 0:
-                return  # the rest stays above the mark for the next poll
+            if row.status == work.NEW:
+                if self._stopping.is_set() or self._free(retry=False) <= 0:
+                    return  # the rest stays above the mark for the next poll
+                if not row.host_busy:
+                    self._claim_and_start(row, retry=False)
             self._hwm = max(self._hwm, row.id)
-            if not row.host_busy:
-                self._claim_and_start(row, retry=False)
 
     def sweep(self) -> None:
         """What polls left behind (busy hosts, late commits) and claims that expired."""
@@ -237,14 +250,9 @@ class EngineService:
 
     # --- one recovery ----------------------------------------------------------------------
 
-    def process(
-        self,
-        notification_uuid: str,
-        token: int,
-        retry: bool = False,
-        cancel: threading.Event | None = None,
-    ) -> str | None:
+    def process(self, item: _Work) -> str | None:
         """Recover a notification we hold a claim on; write the outcome. Returns the status."""
+        notification_uuid, token = item.notification_uuid, item.token
         run = RunContext(
             conf=self.conf,
             nova=self.nova,
@@ -252,7 +260,7 @@ class EngineService:
             clock=self.clock,
             notification_uuid=notification_uuid,
             fence=Fence(self.owner, token),
-            cancel=cancel or threading.Event(),
+            cancel=item.cancel,
         )
         with self.db.reader() as session:
             notification = work.get_notification(session, notification_uuid)
@@ -268,7 +276,7 @@ class EngineService:
             LOG.exception("Recovery of notification %s failed", notification_uuid)
             outcome = recovery.Outcome(work.ERROR)
         status = outcome.status
-        if retry and status == work.ERROR:
+        if item.retry and status == work.ERROR:
             # The retry loop gives a notification one more chance, then gives up on it.
             status = work.FAILED
             LOG.error(
@@ -277,6 +285,8 @@ class EngineService:
                 notification_uuid,
                 status,
             )
+        # From here the claim ends with the status write: no renewal must see it half-way.
+        item.finishing = True
         written = work.transaction(
             self.db,
             lambda session: work.finish(
@@ -294,7 +304,7 @@ class EngineService:
 
     def _run(self, item: _Work) -> None:
         try:
-            self.process(item.notification_uuid, item.token, item.retry, item.cancel)
+            self.process(item)
         except Exception:
             LOG.exception("Engine failed to finish notification %s", item.notification_uuid)
         finally:
@@ -313,7 +323,9 @@ class EngineService:
 
     def renew_claims(self) -> None:
         with self._lock:
-            tokens = {w.notification_uuid: w.token for w in self._active.values()}
+            tokens = {
+                w.notification_uuid: w.token for w in self._active.values() if not w.finishing
+            }
         if not tokens:
             return
         expires_at = self._expiry()
