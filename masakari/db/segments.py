@@ -28,6 +28,17 @@ _MAX_ID = 2**63 - 1
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 
 
+def take_write_lock(session: orm.Session) -> None:
+    """On SQLite, take the database's write lock now, waiting for it (busy timeout).
+
+    A transaction that reads first and writes later fails at once ("database is locked")
+    when another process committed in between; a write as its first statement waits and
+    then sees the latest data, as BEGIN IMMEDIATE would. PostgreSQL and MariaDB lock rows.
+    """
+    if session.get_bind().dialect.name == "sqlite":
+        session.execute(sa.text("UPDATE failover_segments SET id = id WHERE 0 = 1"))
+
+
 def sort_params(sort_keys: Sequence[str], sort_dirs: Sequence[str]) -> tuple[list[str], list[str]]:
     """Complete the client's keys with created_at and id, directions with the first one given.
 
