@@ -16,7 +16,7 @@ import datetime
 import random
 import time
 import uuid as uuidlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
@@ -490,23 +490,6 @@ def expire(session: orm.Session, generated_before: datetime.datetime, limit: int
         .execution_options(synchronize_session=False)
     )
     return uuids
-
-
-def set_status(
-    session: orm.Session, notification_uuid: str, status: str, from_statuses: Iterable[str]
-) -> bool:
-    """A plain conditional transition (used where no claim is involved)."""
-    result = session.execute(
-        sa.update(Notification)
-        .where(
-            Notification.notification_uuid == notification_uuid,
-            Notification.status.in_(list(from_statuses)),
-            Notification.deleted == 0,
-        )
-        .values(status=status)
-        .execution_options(synchronize_session=False)
-    )
-    return result.rowcount == 1
 
 
 # --- hosts and segments ----------------------------------------------------------------------

@@ -122,22 +122,12 @@ class EngineService:
         self._pool.shutdown(wait=False, cancel_futures=True)
         LOG.info("masakari-engine %s stopped", self.owner)
 
-    def wait_idle(self, timeout: float) -> bool:
-        """For tests: wait until no recovery runs in this engine."""
-        deadline = self.clock.monotonic() + timeout
-        while self.clock.monotonic() < deadline:
-            with self._lock:
-                if not self._active:
-                    return True
-            threading.Event().wait(0.02)
-        return False
-
     # --- the loop --------------------------------------------------------------------------
 
     def _loop(self) -> None:
         conf = self.conf
         started = self.clock.monotonic()
-        periodic = bool(getattr(conf, "periodic_enable", True))
+        periodic = conf.periodic_enable
         next_sweep = started
         # As the reference's periodic tasks: the first run is one interval after start.
         next_retry = started + conf.process_unfinished_notifications_interval
