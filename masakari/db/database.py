@@ -23,8 +23,9 @@ class Database:
     def __init__(self, engine: sa.engine.Engine) -> None:
         self.engine = engine
         self._sessions = orm.sessionmaker(bind=engine, expire_on_commit=False)
-        # On SQLite a writer takes the write lock when it begins (BEGIN IMMEDIATE): a deferred
-        # transaction that upgrades from read to write fails at once instead of waiting.
+        # On SQLite a writer takes the write lock when it begins (BEGIN IMMEDIATE), waiting
+        # for it up to the busy timeout: a deferred transaction that reads, then writes after
+        # another process committed, would fail at once with "database is locked".
         self._writers = orm.sessionmaker(
             bind=engine.execution_options(sqlite_begin="BEGIN IMMEDIATE"),
             expire_on_commit=False,
@@ -68,33 +69,32 @@ class Database:
 
 
 def create_engine(url: str, **kwargs: Any) -> sa.engine.Engine:
+    """oslo.db's engine (pool, retries, sql_mode) for servers; a tuned plain one for SQLite."""
     parsed = sa.engine.make_url(url)
-    is_sqlite = parsed.get_backend_name() == "sqlite"
-    if is_sqlite and parsed.database and parsed.database != ":memory:":
-        directory = os.path.dirname(os.path.abspath(parsed.database))
-        os.makedirs(directory, exist_ok=True)
-    if is_sqlite:
-        kwargs.pop("max_pool_size", None)
-        kwargs.pop("max_overflow", None)
-        kwargs.pop("pool_timeout", None)
-    engine = engines.create_engine(url, **kwargs)
-    if is_sqlite:
-        _tune_sqlite(engine, in_memory=not parsed.database or parsed.database == ":memory:")
-    return engine
+    if parsed.get_backend_name() == "sqlite":
+        return _sqlite_engine(parsed, synchronous=kwargs.get("sqlite_synchronous", True))
+    return engines.create_engine(url, **kwargs)
 
 
-def _tune_sqlite(engine: sa.engine.Engine, in_memory: bool) -> None:
+def _sqlite_engine(url: sa.engine.URL, synchronous: bool) -> sa.engine.Engine:
+    in_memory = not url.database or url.database == ":memory:"
+    if not in_memory:
+        os.makedirs(os.path.dirname(os.path.abspath(url.database)), exist_ok=True)
+    engine = sa.create_engine(url, poolclass=sa.pool.StaticPool if in_memory else None)
+
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn: Any, _record: Any) -> None:
-        cursor = dbapi_conn.cursor()
-        cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+        # The driver must not open transactions on its own: the "begin" hook below does,
+        # with the mode the session asked for.
+        dbapi_conn.isolation_level = None
+        dbapi_conn.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
         if not in_memory:
-            cursor.execute("PRAGMA journal_mode = WAL")
-        cursor.close()
+            dbapi_conn.execute("PRAGMA journal_mode = WAL")
+        if not synchronous:
+            dbapi_conn.execute("PRAGMA synchronous = OFF")
 
-    # Runs before oslo.db's own "begin" hook, which then sees the marker and emits nothing.
-    @event.listens_for(engine, "begin", insert=True)
+    @event.listens_for(engine, "begin")
     def _on_begin(conn: sa.engine.Connection) -> None:
-        if "in_transaction" not in conn.info:
-            conn.exec_driver_sql(conn.get_execution_options().get("sqlite_begin", "BEGIN"))
-            conn.info["in_transaction"] = True
+        conn.exec_driver_sql(conn.get_execution_options().get("sqlite_begin", "BEGIN"))
+
+    return engine
