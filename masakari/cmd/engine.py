@@ -12,6 +12,7 @@ from masakari import conf as masakari_conf
 from masakari import exception
 from masakari.compute import nova
 from masakari.db.database import Database
+from masakari.engine import tasks
 from masakari.engine.service import EngineService
 
 LOG = logging.getLogger(__name__)
@@ -24,10 +25,14 @@ def main(argv: list[str] | None = None) -> int:
         LOG.debug("[taskflow]/connection is ignored: progress lives in the main database")
     db = Database.from_conf(conf)
     try:
-        service = EngineService(conf, db, nova.get_client(conf))
-    except exception.InvalidConfiguration as exc:
+        # Both check the configuration: an unknown task name, or Nova credentials the
+        # auth plugin cannot use, stop the engine here rather than at the first failure.
+        flows = tasks.load_flows(conf)
+        service = EngineService(conf, db, nova.get_client(conf), flows=flows)
+    except (exception.InvalidConfiguration, exception.NovaError) as exc:
         LOG.error("%s", exc)
         print(f"masakari-engine: {exc}", file=sys.stderr)
+        db.dispose()
         return 1
 
     stop = threading.Event()

@@ -68,6 +68,7 @@ class EngineService:
         workers: int = DEFAULT_WORKERS,
         retry_workers: int = DEFAULT_RETRY_WORKERS,
         sweep_interval: float = SWEEP_INTERVAL,
+        flows: tasks.FlowTasks | None = None,
     ) -> None:
         self.conf = conf
         self.db = db
@@ -76,7 +77,7 @@ class EngineService:
         # A fresh id per process: a restarted engine does not inherit its old claims, it
         # takes them over once they expire like any other engine would.
         self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-        self.flows = tasks.load_flows(conf)
+        self.flows = flows or tasks.load_flows(conf)
         self.workers = workers
         self.retry_workers = retry_workers
         self.sweep_interval = sweep_interval

@@ -184,3 +184,17 @@ def test_killed_engine_is_taken_over(db, sim, engine_factory, tmp_path):
     # second engine waited for the first engine's evacuations instead of repeating them.
     assert {v.instance_uuid for v in vmoves(db, nid) if v.status == "succeeded"} == set(vms)
     assert {a for a, *_ in details(db, nid)} == {1, 2}
+
+
+def test_unknown_task_stops_the_engine_at_start(tmp_path, sim, db, capsys):
+    from masakari.cmd import engine as engine_cmd
+
+    conf_file = tmp_path / "engine.conf"
+    _write_conf(conf_file, sim, str(db.engine.url))
+    text = conf_file.read_text() + (
+        "[taskflow_driver_recovery_flows]\n"
+        "process_failure_recovery_tasks = pre:['no_such_task'],main:[],post:[]\n"
+    )
+    conf_file.write_text(text)
+    assert engine_cmd.main(["--config-file", str(conf_file)]) == 1
+    assert "no_such_task" in capsys.readouterr().err
