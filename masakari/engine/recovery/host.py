@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from oslo_utils import strutils
 from sqlalchemy import orm
@@ -13,6 +13,9 @@ from masakari.db import work
 from masakari.engine.context import Cancelled, PollTimeout, RunContext
 from masakari.engine.recovery.evacuate import HYPERVISOR, TASK_STATE, VM_STATE, compute_host
 from masakari.engine.recovery.flow import Flow, Task, TaskContext, task
+
+if TYPE_CHECKING:
+    from masakari.engine.tasks import FlowTasks
 
 LOG = logging.getLogger(__name__)
 
@@ -178,13 +181,13 @@ def prepare_ha_enabled_instances(ctx: TaskContext) -> None:
     )
 
 
-def _auto(run: RunContext, flows: Any, store: dict[str, Any]) -> None:
+def _auto(run: RunContext, flows: FlowTasks, store: dict[str, Any]) -> None:
     tasks = flows.host_auto
     Flow(run, tasks["pre"], tasks["main"], tasks["post"]).run_linear(dict(store))
 
 
 def _reserved(
-    run: RunContext, flows: Any, store: dict[str, Any], reserved_hosts: list[str]
+    run: RunContext, flows: FlowTasks, store: dict[str, Any], reserved_hosts: list[str]
 ) -> None:
     if not reserved_hosts:
         raise exception.ReservedHostsUnavailable()
@@ -199,7 +202,7 @@ def _reserved(
 
 def recover(
     run: RunContext,
-    flows: Any,
+    flows: FlowTasks,
     method: str,
     store: dict[str, Any],
     reserved_hosts: list[str],
@@ -217,9 +220,7 @@ def recover(
     elif method == AUTO_PRIORITY:
         try:
             _auto(run, flows, store)
-        except exception.SkipHostRecovery:
-            raise
-        except Cancelled:
+        except (exception.SkipHostRecovery, Cancelled):
             raise
         except Exception:
             LOG.warning(
@@ -231,9 +232,7 @@ def recover(
     else:
         try:
             _reserved(run, flows, store, reserved_hosts)
-        except exception.SkipHostRecovery:
-            raise
-        except Cancelled:
+        except (exception.SkipHostRecovery, Cancelled):
             raise
         except Exception:
             LOG.warning(
@@ -245,7 +244,7 @@ def recover(
 
 
 def handle(
-    run: RunContext, flows: Any, notification: work.NotificationData, payload: dict[str, Any]
+    run: RunContext, flows: FlowTasks, notification: work.NotificationData, payload: dict[str, Any]
 ) -> str:
     """A COMPUTE_HOST notification: the status it ends with."""
     host_status = payload.get("host_status")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from oslo_utils import strutils
 
@@ -12,6 +12,9 @@ from masakari.db import work
 from masakari.engine.context import Cancelled, PollTimeout, RunContext, is_conflict
 from masakari.engine.recovery.evacuate import VM_STATE
 from masakari.engine.recovery.flow import Flow, TaskContext, task
+
+if TYPE_CHECKING:
+    from masakari.engine.tasks import FlowTasks
 
 LOG = logging.getLogger(__name__)
 
@@ -108,7 +111,7 @@ def confirm_instance_active(ctx: TaskContext) -> None:
 
 
 def handle(
-    run: RunContext, flows: Any, notification: work.NotificationData, payload: dict[str, Any]
+    run: RunContext, flows: FlowTasks, notification: work.NotificationData, payload: dict[str, Any]
 ) -> str:
     """A VM notification: the status it ends with."""
     if not is_handled_event(payload):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import orm
 
@@ -12,6 +12,9 @@ from masakari.db import work
 from masakari.engine.context import Cancelled, PollTimeout, RunContext
 from masakari.engine.recovery.flow import Flow, TaskContext, task
 from masakari.engine.recovery.host import compute_service
+
+if TYPE_CHECKING:
+    from masakari.engine.tasks import FlowTasks
 
 LOG = logging.getLogger(__name__)
 
@@ -58,7 +61,7 @@ def confirm_compute_node_disabled(ctx: TaskContext) -> None:
 
 
 def handle(
-    run: RunContext, flows: Any, notification: work.NotificationData, payload: dict[str, Any]
+    run: RunContext, flows: FlowTasks, notification: work.NotificationData, payload: dict[str, Any]
 ) -> str:
     """A PROCESS notification: the status it ends with."""
     event = str(payload.get("event") or "").upper()
