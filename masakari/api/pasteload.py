@@ -11,6 +11,7 @@ import contextvars
 from collections.abc import Iterator
 from typing import Any
 
+from keystonemiddleware import auth_token
 from oslo_config import cfg
 from oslo_middleware import base as oslo_middleware_base
 from paste import deploy
@@ -28,34 +29,52 @@ def current_state() -> Any:
 def load(path: str, state: Any, name: str = APP_NAME) -> Any:
     """The app ``name`` of the paste file at ``path``, built for ``state``.
 
-    Filters of oslo.middleware and keystonemiddleware named in the file read the app's
-    ConfigOpts: keystonemiddleware through ``oslo_config_config``, the oslo.middleware
-    ones are given it after loading (paste gives them no configuration object).
+    paste hands factories strings only, so the middlewares of oslo.middleware and
+    keystonemiddleware named in the file start on oslo.config's global object; they are
+    given the app's ConfigOpts once the pipeline is built (a filter that names its own
+    ``oslo_config_project``, like the reference's cors, keeps what it loaded).
     """
     token = _STATE.set(state)
     try:
-        app = deploy.loadapp(
-            f"config:{path}", name=name, global_conf={"oslo_config_config": state.conf}
-        )
+        app = deploy.loadapp(f"config:{path}", name=name)
     finally:
         _STATE.reset(token)
-    for middleware in _chain(app):
-        if (
-            isinstance(middleware, oslo_middleware_base.ConfigurableMiddleware)
-            and middleware.oslo_conf is cfg.CONF
-        ):
-            middleware.oslo_conf = state.conf
+    _adopt_conf(app, state.conf)
     return app
 
 
-def _chain(app: Any, seen: set[int] | None = None) -> Iterator[Any]:
-    """Every WSGI object reachable from ``app`` through the usual wrapper attributes."""
-    seen = set() if seen is None else seen
-    if app is None or id(app) in seen:
-        return
-    seen.add(id(app))
-    yield app
-    for attribute in ("application", "app", "_app"):
-        yield from _chain(getattr(app, attribute, None), seen)
-    for mounted in getattr(app, "mounts", {}).values():
-        yield from _chain(mounted, seen)
+def _adopt_conf(app: Any, conf: cfg.ConfigOpts) -> None:
+    for parent, attribute, child in _links(app):
+        if isinstance(child, auth_token.AuthProtocol) and child._conf.oslo_conf_obj is cfg.CONF:
+            replacement = auth_token.AuthProtocol(child._app, {"oslo_config_config": conf})
+            _set_link(parent, attribute, replacement)
+        elif (
+            isinstance(child, oslo_middleware_base.ConfigurableMiddleware)
+            and child.oslo_conf is cfg.CONF
+        ):
+            child.oslo_conf = conf
+
+
+def _links(app: Any) -> Iterator[tuple[Any, str | None, Any]]:
+    """(parent, attribute or mount, child) for every WSGI object reachable from ``app``."""
+    seen: set[int] = set()
+    pending: list[tuple[Any, str | None, Any]] = [(None, None, app)]
+    while pending:
+        parent, attribute, child = pending.pop()
+        if child is None or id(child) in seen:
+            continue
+        seen.add(id(child))
+        yield parent, attribute, child
+        for name in ("application", "app", "_app"):
+            pending.append((child, name, getattr(child, name, None)))
+        for prefix, mounted in getattr(child, "mounts", {}).items():
+            pending.append((child, "mounts:" + prefix, mounted))
+
+
+def _set_link(parent: Any, attribute: str | None, value: Any) -> None:
+    if attribute is None:
+        raise ValueError("the pipeline's outermost filter cannot be replaced")
+    if attribute.startswith("mounts:"):
+        parent.mounts[attribute.split(":", 1)[1]] = value
+    else:
+        setattr(parent, attribute, value)
