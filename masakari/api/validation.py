@@ -21,11 +21,13 @@ _FORMATS = jsonschema.FormatChecker(formats=())
 
 @_FORMATS.checks("date-time")
 def _is_date_time(instance: object) -> bool:
+    """ISO 8601, and representable in UTC (the reference accepts year-1 times with a
+    positive offset, then fails with a 500 converting them)."""
     if not isinstance(instance, str):
         return True
     try:
-        timeutils.parse_isotime(instance)
-    except ValueError:
+        timeutils.normalize_time(timeutils.parse_isotime(instance))
+    except (ValueError, OverflowError):
         return False
     return True
 

@@ -24,8 +24,21 @@ DUPLICATE_MESSAGE = "Notification received from host %(host)s of type %(type)s i
 
 
 def to_utc(value: str) -> datetime.datetime:
-    """An ISO 8601 time as naive UTC; a time without zone is taken as UTC (microseconds kept)."""
-    return timeutils.normalize_time(timeutils.parse_isotime(value))
+    """An ISO 8601 time as naive UTC; a time without zone is taken as UTC (microseconds kept).
+
+    ValueError when it is not one, or falls outside what datetime holds once in UTC.
+    """
+    try:
+        return timeutils.normalize_time(timeutils.parse_isotime(value))
+    except OverflowError as exc:
+        raise ValueError(str(exc)) from exc
+
+
+def window_start(generated_time: datetime.datetime, seconds: int) -> datetime.datetime:
+    try:
+        return generated_time - datetime.timedelta(seconds=seconds)
+    except OverflowError:
+        return datetime.datetime.min
 
 
 def create(db: Database, duplicate_window: int, data: Mapping[str, Any]) -> Notification:
@@ -43,7 +56,7 @@ def create(db: Database, duplicate_window: int, data: Mapping[str, Any]) -> Noti
             raise exception.HostOnMaintenance(
                 message=MAINTENANCE_MESSAGE % {"host": data["hostname"], "type": data["type"]}
             )
-        since = generated_time - datetime.timedelta(seconds=duplicate_window)
+        since = window_start(generated_time, duplicate_window)
         if notifications_db.has_duplicate(session, data["type"], host.uuid, data["payload"], since):
             raise exception.DuplicateNotification(
                 message=DUPLICATE_MESSAGE % {"host": data["hostname"], "type": data["type"]}

@@ -165,3 +165,11 @@ def test_generated_since_and_microseconds(db: Database) -> None:
     assert len(notifications.list_(db, since, ["created_at"], ["desc"], 10, None)) == 1
     later = {"generated-since": datetime.datetime(2026, 3, 1, 3, 0, 1)}
     assert notifications.list_(db, later, ["created_at"], ["desc"], 10, None) == []
+
+
+def test_the_first_instant_has_a_window_too(db: Database) -> None:
+    seg = make_segment(db, "s")
+    make_host(db, seg, "compute-1")
+    assert notify(db, "compute-1", "0001-01-01T00:00:00").status == "new"
+    with pytest.raises(exception.DuplicateNotification):
+        notify(db, "compute-1", "0001-01-01T00:01:00")

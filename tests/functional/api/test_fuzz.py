@@ -56,12 +56,14 @@ FIELDS = [
     "generated_time", "payload", "event", "process_name", "instance_uuid", "vir_domain_event",
     "host_status", "cluster_status",
 ]  # fmt: skip
+DATES = ["0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00", "0001-01-01", "2026-02-30"]
 bodies = st.recursive(
     st.none()
     | st.booleans()
     | st.integers()
     | texts
-    | st.sampled_from(["auto", "COMPUTE_HOST", "PROCESS", "True", "2026-01-01T00:00:00"]),
+    | st.sampled_from(["auto", "COMPUTE_HOST", "PROCESS", "True", "2026-01-01T00:00:00"])
+    | st.sampled_from(DATES),
     lambda inner: st.dictionaries(st.sampled_from(FIELDS) | texts, inner, max_size=6),
     max_leaves=16,
 )  # fmt: skip
@@ -71,7 +73,10 @@ QUERY_KEYS = [
     "source_host_uuid",
 ]  # fmt: skip
 queries = st.lists(
-    st.tuples(st.sampled_from(QUERY_KEYS), st.one_of(texts, st.integers().map(str))),
+    st.tuples(
+        st.sampled_from(QUERY_KEYS),
+        st.one_of(texts, st.integers().map(str), st.sampled_from(DATES)),
+    ),
     max_size=4,
 )
 versions = st.one_of(

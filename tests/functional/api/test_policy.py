@@ -98,8 +98,7 @@ OPERATIONS: list[tuple[str, str, Paths, int]] = [
     ("extensions:index", "GET", _fixed("/v1/extensions"), 200),
     ("extensions:detail", "GET", _fixed("/v1/extensions/segments"), 200),
 ]
-# No ":" in ids: the gabbi pytest plugin reads those as suite names.
-IDS = [op[0].replace(":", ".") for op in OPERATIONS]
+IDS = [op[0] for op in OPERATIONS]
 
 
 @pytest.mark.parametrize(("rule", "method", "paths", "status"), OPERATIONS, ids=IDS)

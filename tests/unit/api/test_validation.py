@@ -151,3 +151,10 @@ def test_payload_per_type(kind: str, payload: dict[str, str], expected: str) -> 
 def test_description_pattern_is_the_reference_text() -> None:
     pattern = types.description_pattern()
     assert pattern.startswith("^[\n\\ -\\~\xa0-¬®-ͷ") and pattern.endswith("]*$")
+
+
+@pytest.mark.parametrize("when", ["0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00"])
+def test_generated_time_must_exist_in_utc(when: str) -> None:
+    assert message(notifications.create, notification(generated_time=when)).endswith(
+        f"'{when}' is not a 'date-time'"
+    )
