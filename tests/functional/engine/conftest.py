@@ -18,6 +18,7 @@ from masakari.db.database import Database
 from masakari.db.models import Host, Notification, RecoveryTask, Segment, VMove
 from masakari.engine.service import EngineService
 from tests.fakes.nova import NovaSimulator
+from tests.unit.engine.fakes import GROUP_DEFAULTS, clear_group_overrides
 
 # Fast timings: every confirmation polls every 0.1 s and gives up after 1.5 s.
 FAST = {
@@ -32,6 +33,12 @@ FAST = {
 }
 
 
+@pytest.fixture(autouse=True)
+def _no_leaked_overrides() -> Iterator[None]:
+    yield
+    clear_group_overrides()
+
+
 @pytest.fixture
 def db(tmp_path: Any) -> Iterator[Database]:
     database = Database.from_url(f"sqlite:///{tmp_path}/masakari.db")
@@ -44,17 +51,6 @@ def db(tmp_path: Any) -> Iterator[Database]:
 def sim() -> Iterator[NovaSimulator]:
     with NovaSimulator() as simulator:
         yield simulator
-
-
-# Options of named groups that tests change, at their defaults: masakari.conf registers one
-# OptGroup object in every ConfigOpts, so an override in a group leaks into the next conf.
-GROUP_DEFAULTS = {
-    "host_failure.evacuate_all_instances": True,
-    "host_failure.ignore_instances_in_error_state": False,
-    "host_failure.add_reserved_host_to_aggregate": False,
-    "host_failure.force_down_fenced_host": False,
-    "instance_failure.process_all_instances": False,
-}
 
 
 def make_conf(sim: NovaSimulator, **overrides: Any) -> cfg.ConfigOpts:

@@ -21,6 +21,7 @@ from tests.functional.engine.conftest import (
     vmoves,
     wait_status,
 )
+from tests.unit.engine.fakes import clear_group_overrides
 
 LIFECYCLE = {"event": "LIFECYCLE", "vir_domain_event": "STOPPED_FAILED"}
 
@@ -196,5 +197,6 @@ def test_unknown_task_stops_the_engine_at_start(tmp_path, sim, db, capsys):
         "process_failure_recovery_tasks = pre:['no_such_task'],main:[],post:[]\n"
     )
     conf_file.write_text(text)
+    clear_group_overrides()  # the file, not an earlier test's override, must decide
     assert engine_cmd.main(["--config-file", str(conf_file)]) == 1
     assert "no_such_task" in capsys.readouterr().err

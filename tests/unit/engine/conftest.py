@@ -13,43 +13,19 @@ from masakari import conf as masakari_conf
 from masakari.db.database import Database
 from masakari.db.models import Base, Host, Notification, RecoveryTask, Segment
 from masakari.engine.context import RunContext
-from tests.unit.engine.fakes import FakeClock, FakeNova
-
-GROUP_DEFAULTS = {
-    "host_failure.evacuate_all_instances": True,
-    "host_failure.ignore_instances_in_error_state": False,
-    "host_failure.add_reserved_host_to_aggregate": False,
-    "host_failure.force_down_fenced_host": False,
-    "host_failure.ha_enabled_instance_metadata_key": "HA_Enabled",
-    "instance_failure.process_all_instances": False,
-    "instance_failure.ha_enabled_instance_metadata_key": "HA_Enabled",
-    "taskflow_driver_recovery_flows.host_auto_failure_recovery_tasks": {
-        "pre": ["disable_compute_service_task"],
-        "main": ["prepare_HA_enabled_instances_task"],
-        "post": ["evacuate_instances_task"],
-    },
-    "taskflow_driver_recovery_flows.host_rh_failure_recovery_tasks": {
-        "pre": ["disable_compute_service_task"],
-        "main": ["prepare_HA_enabled_instances_task", "evacuate_instances_task"],
-        "post": [],
-    },
-    "taskflow_driver_recovery_flows.instance_failure_recovery_tasks": {
-        "pre": ["stop_instance_task"],
-        "main": ["start_instance_task"],
-        "post": ["confirm_instance_active_task"],
-    },
-    "taskflow_driver_recovery_flows.process_failure_recovery_tasks": {
-        "pre": ["disable_compute_node_task"],
-        "main": ["confirm_compute_node_disabled_task"],
-        "post": [],
-    },
-}
+from tests.unit.engine.fakes import GROUP_DEFAULTS, FakeClock, FakeNova, clear_group_overrides
 
 
 def make_conf(**overrides: Any) -> Any:
     return masakari_conf.for_tests(
         **{"wait_period_after_service_update": 0, **GROUP_DEFAULTS, **overrides}
     )
+
+
+@pytest.fixture(autouse=True)
+def _no_leaked_overrides() -> Iterator[None]:
+    yield
+    clear_group_overrides()
 
 
 @pytest.fixture
