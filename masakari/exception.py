@@ -57,7 +57,10 @@ class MalformedRequestBody(Invalid):
 
 
 class MalformedURL(Invalid):
-    msg_fmt = "Malformed request URL: URL's project_id '%(project_id)s' doesn't match Context's project_id '%(context_project_id)s'"
+    msg_fmt = (
+        "Malformed request URL: URL's project_id '%(project_id)s' doesn't match Context's "
+        "project_id '%(context_project_id)s'"
+    )
 
 
 class InvalidContentType(Invalid):

@@ -35,7 +35,11 @@ def register_opts(conf: cfg.ConfigOpts) -> None:
     """
     for group, group_opts in opts.list_opts() + opts.list_recovery_workflow_opts():
         if isinstance(group, cfg.OptGroup):
-            conf.register_group(group)
+            # oslo.config keeps each option's overrides inside the OptGroup object: a module
+            # level group registered on two ConfigOpts would share them, so each gets a copy.
+            group = cfg.OptGroup(group.name, title=group.title, help=group.help)
+            if group.name not in conf:
+                conf.register_group(group)
         conf.register_opts(group_opts, group=_group_arg(group))
     database.register_database(conf)
     libraries.register(conf)

@@ -12,7 +12,7 @@ from sqlalchemy import orm
 
 from masakari import exception
 from masakari.db.models import Host, utcnow
-from masakari.db.segments import paginate
+from masakari.db.paging import paginate
 
 
 def list_(

@@ -12,7 +12,6 @@ from masakari.db import hosts as hosts_db
 from masakari.db import segments as segments_db
 from masakari.db.database import Database
 from masakari.db.models import Host
-from masakari.ha import writing
 
 # Raises ComputeNotFoundByName when Nova has no nova-compute service on that host,
 # NovaError when Nova fails.
@@ -64,7 +63,7 @@ def create(
     for flag in FLAGS:
         values[flag] = strutils.bool_from_string(data.get(flag, False), strict=True)
     check_compute(values["name"])
-    with writing(db) as session:
+    with db.writer() as session:
         segments_db.get(session, segment_uuid)
         return hosts_db.create(session, values)
 
@@ -87,13 +86,13 @@ def update(
     for flag in FLAGS:
         if flag in values:
             values[flag] = strutils.bool_from_string(values[flag], strict=True)
-    with writing(db) as session:
+    with db.writer() as session:
         row = _usable(session, segment_uuid, host_uuid, "updated")
         return hosts_db.update(session, row, values)
 
 
 def delete(db: Database, segment_uuid: str, host_uuid: str) -> None:
-    with writing(db) as session:
+    with db.writer() as session:
         row = _usable(session, segment_uuid, host_uuid, "deleted")
         hosts_db.soft_delete(session, row)
 

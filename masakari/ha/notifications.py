@@ -14,7 +14,6 @@ from masakari.db import notifications as notifications_db
 from masakari.db import progress
 from masakari.db.database import Database
 from masakari.db.models import Notification
-from masakari.ha import writing
 
 MAINTENANCE_MESSAGE = (
     "Notification received from host %(host)s of type '%(type)s' is ignored as the host is "
@@ -50,7 +49,7 @@ def create(db: Database, duplicate_window: int, data: Mapping[str, Any]) -> Noti
     the insert, so N identical concurrent requests give exactly one 202.
     """
     generated_time = to_utc(data["generated_time"])
-    with writing(db) as session:
+    with db.writer() as session:
         host = hosts_db.get_by_name_for_update(session, data["hostname"])
         if host.on_maintenance:
             raise exception.HostOnMaintenance(

@@ -11,7 +11,6 @@ from masakari import exception
 from masakari.db import segments as segments_db
 from masakari.db.database import Database
 from masakari.db.models import Segment
-from masakari.ha import writing
 
 
 def list_(
@@ -41,7 +40,7 @@ def create(db: Database, data: Mapping[str, Any]) -> Segment:
         "service_type": data["service_type"],
         "enabled": strutils.bool_from_string(data.get("enabled", True), strict=True),
     }
-    with writing(db) as session:
+    with db.writer() as session:
         return segments_db.create(session, values)
 
 
@@ -51,7 +50,7 @@ def update(db: Database, segment_uuid: str, data: Mapping[str, Any]) -> Segment:
     if "enabled" in values:
         # As the reference's object field: any string is true, only JSON false disables.
         values["enabled"] = bool(values["enabled"])
-    with writing(db) as session:
+    with db.writer() as session:
         row = segments_db.get(session, segment_uuid)
         if segments_db.is_under_recovery(session, segment_uuid):
             raise exception.SegmentInUse(uuid=segment_uuid)
@@ -60,7 +59,7 @@ def update(db: Database, segment_uuid: str, data: Mapping[str, Any]) -> Segment:
 
 def delete(db: Database, segment_uuid: str) -> None:
     """Soft-deletes the segment and its hosts; 409 while in use."""
-    with writing(db) as session:
+    with db.writer() as session:
         segments_db.get(session, segment_uuid)
         if segments_db.is_under_recovery(session, segment_uuid):
             raise exception.SegmentInUse(

@@ -21,7 +21,9 @@ import masakari
 import masakari.conf
 from masakari.conf import libraries, opts
 
-REFERENCE_OPTIONS = Path(__file__).resolve().parents[3] / "shared/spec/reference/config-options.json"
+REFERENCE_OPTIONS = (
+    Path(__file__).resolve().parents[3] / "shared/spec/reference/config-options.json"
+)
 REPO = Path(__file__).resolve().parents[2]
 
 # The options masakari adds to the reference's, with (type, default, min).

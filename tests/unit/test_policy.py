@@ -25,7 +25,9 @@ from masakari.policies import (
     vmoves,
 )
 
-REFERENCE_POLICY = Path(__file__).resolve().parents[3] / "shared/spec/reference/policy-effective.json"
+REFERENCE_POLICY = (
+    Path(__file__).resolve().parents[3] / "shared/spec/reference/policy-effective.json"
+)
 
 ADMIN = {"user_id": "u-admin", "project_id": "p-admin", "roles": ["admin", "member", "reader"]}
 MEMBER = {"user_id": "u-member", "project_id": "p-member", "roles": ["member", "reader"]}

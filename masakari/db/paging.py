@@ -1,0 +1,90 @@
+"""One page of rows, as the reference pages every list: sort keys, directions, id markers."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any, TypeVar
+
+import sqlalchemy as sa
+from oslo_db.sqlalchemy import utils as oslo_utils
+from sqlalchemy import orm
+
+from masakari import exception
+
+M = TypeVar("M")
+
+DEFAULT_SORT_KEYS = ("created_at", "id")
+DEFAULT_SORT_DIR = "desc"
+SORT_DIRS = ("asc", "desc")
+
+_INTEGER = re.compile(r"[+-]?\d+")
+_MAX_ID = 2**63 - 1
+
+
+def sort_params(sort_keys: Sequence[str], sort_dirs: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Complete the client's keys with created_at and id, directions with the first one given.
+
+    InvalidInput for an unknown direction or more directions than keys (the reference's
+    messages).
+    """
+    default_dir = sort_dirs[0] if sort_dirs else DEFAULT_SORT_DIR
+    keys = list(sort_keys)
+    for sort_dir in sort_dirs:
+        if sort_dir not in SORT_DIRS:
+            raise exception.InvalidInput(reason="Unknown sort direction, must be 'asc' or 'desc'")
+    dirs = list(sort_dirs) if sort_dirs else [default_dir for _ in keys]
+    while len(dirs) < len(keys):
+        dirs.append(default_dir)
+    if len(dirs) > len(keys):
+        raise exception.InvalidInput(reason="Sort direction size exceeds sort key size")
+    for key in DEFAULT_SORT_KEYS:
+        if key not in keys:
+            keys.append(key)
+            dirs.append(default_dir)
+    return keys, dirs
+
+
+def paginate(
+    session: orm.Session,
+    model: type[M],
+    criteria: Sequence[Any],
+    sort_keys: Sequence[str],
+    sort_dirs: Sequence[str],
+    limit: int | None,
+    marker: str | None,
+) -> list[M]:
+    """One page of live rows matching ``criteria``, after the row whose id is ``marker``.
+
+    The reference's order of checks: limit 0 answers at once, then the directions, then
+    the marker (any live row of the table, whatever the criteria), then the keys, which
+    must be columns. Ordering and the marker condition are oslo.db's paginate_query.
+    """
+    if limit == 0:
+        return []
+    keys, dirs = sort_params(sort_keys, sort_dirs)
+    table: Any = model
+    query = session.query(model).filter(table.deleted == 0, *criteria)
+    marker_row = None
+    if marker is not None:
+        marker_row = _marker_row(session, model, marker)
+    columns = set(sa.inspect(model).columns.keys())
+    for key in keys:
+        if key not in columns:
+            # The reference also takes relationships here, and then fails with a 500.
+            raise exception.InvalidSortKey(
+                message="InvalidSortKey({!r})".format(f"Sort key supplied is invalid: {key}")
+            )
+    query = oslo_utils.paginate_query(query, model, limit, keys, marker=marker_row, sort_dirs=dirs)
+    return list(query.all())
+
+
+def _marker_row(session: orm.Session, model: Any, marker: str) -> Any:
+    # An id compared with a string matches nothing on PostgreSQL and the digits on SQLite:
+    # only an integer literal can name a row.
+    row = None
+    if _INTEGER.fullmatch(marker) and abs(int(marker)) <= _MAX_ID:
+        row = session.scalar(sa.select(model).where(model.id == int(marker), model.deleted == 0))
+    if row is None:
+        raise exception.MarkerNotFound(marker=marker)
+    return row
