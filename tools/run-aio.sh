@@ -40,5 +40,6 @@ masakari-manage --config-file "$conf" db sync
 masakari-engine --config-file "$conf" &
 engine=$!
 trap 'kill $engine 2>/dev/null; wait $engine 2>/dev/null' EXIT INT TERM
-echo "Masakari API on http://127.0.0.1:$port (noauth2: X-Auth-Token 'admin:admin' style headers are not needed), engine pid $engine"
+echo "Masakari API on http://127.0.0.1:$port (noauth2: no token needed, every caller is admin);" \
+  "engine pid $engine; try: curl http://127.0.0.1:$port/v1/segments"
 masakari-api --config-file "$conf"

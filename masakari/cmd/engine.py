@@ -7,6 +7,9 @@ import signal
 import sys
 import threading
 from types import FrameType
+from typing import cast
+
+from oslo_config import cfg
 
 from masakari import conf as masakari_conf
 from masakari import exception
@@ -25,15 +28,14 @@ def main(argv: list[str] | None = None) -> int:
         LOG.debug("[taskflow]/connection is ignored: progress lives in the main database")
     db = Database.from_conf(conf)
     try:
-        # Both check the configuration: an unknown task name, or Nova credentials the
-        # auth plugin cannot use, stop the engine here rather than at the first failure.
+        # An unknown task name stops the engine here rather than at the first failure.
         flows = tasks.load_flows(conf)
-        service = EngineService(conf, db, nova.get_client(conf), flows=flows)
-    except (exception.InvalidConfiguration, exception.NovaError) as exc:
+    except exception.InvalidConfiguration as exc:
         LOG.error("%s", exc)
         print(f"masakari-engine: {exc}", file=sys.stderr)
         db.dispose()
         return 1
+    service = EngineService(conf, db, _nova_client(conf), flows=flows)
 
     stop = threading.Event()
 
@@ -51,6 +53,20 @@ def main(argv: list[str] | None = None) -> int:
         service.stop()
         db.dispose()
     return 0
+
+
+def _nova_client(conf: cfg.ConfigOpts) -> nova.NovaClient:
+    """The Nova client; without usable credentials the engine still starts, as the
+    reference's does, and says so: each recovery that needs Nova fails and is retried."""
+    try:
+        return nova.get_client(conf)
+    except exception.NovaError as exc:
+        LOG.error(
+            "Nova cannot be reached with the [DEFAULT] os_privileged_user_* options "
+            "(%s): recoveries fail until they are set",
+            exc,
+        )
+        return cast(nova.NovaClient, nova.DeferredClient(conf))
 
 
 if __name__ == "__main__":

@@ -422,3 +422,18 @@ def forget_clients() -> None:
     """Drops the cached clients (tests that change the options of one conf object)."""
     with _clients_lock:
         _clients.clear()
+
+
+class DeferredClient:
+    """Stands for ``get_client(conf)`` until the first call builds it.
+
+    For a process that must start even when the Nova credentials are not usable yet (the
+    reference's engine starts without them): each call that needs Nova raises the NovaError
+    of the failed build, so the recovery ends in ``error`` and is retried later.
+    """
+
+    def __init__(self, conf: cfg.ConfigOpts) -> None:
+        self._conf = conf
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(get_client(self._conf), name)

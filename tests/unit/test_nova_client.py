@@ -416,3 +416,19 @@ def test_a_success_that_is_not_json_is_an_error() -> None:
     with pytest.raises(exception.NovaError) as err:
         client.get_server(SERVER)
     assert err.value.status == 200
+
+
+def test_deferred_client_fails_each_call_until_credentials_work(sim: NovaSimulator) -> None:
+    conf = _conf(sim)
+    auth_url = conf.os_privileged_user_auth_url
+    conf.set_override("os_privileged_user_auth_url", None)
+    nova.forget_clients()
+    deferred = nova.DeferredClient(conf)
+    for _ in range(2):
+        with pytest.raises(exception.NovaError, match="auth_url"):
+            deferred.get_server(SERVER)
+    assert sim.nova_calls() == []
+    # fixed in place (e.g. a test or a reloaded option): the next call builds the client
+    conf.set_override("os_privileged_user_auth_url", auth_url)
+    assert deferred.get_server(SERVER)["id"] == SERVER
+    nova.forget_clients()

@@ -18,7 +18,6 @@ from masakari.db.database import Database
 from masakari.db.models import Host, Notification, RecoveryTask, Segment, VMove
 from masakari.engine.service import EngineService
 from tests.fakes.nova import NovaSimulator
-from tests.unit.engine.fakes import GROUP_DEFAULTS, clear_group_overrides
 
 # Fast timings: every confirmation polls every 0.1 s and gives up after 1.5 s.
 FAST = {
@@ -31,12 +30,6 @@ FAST = {
     "engine_claim_timeout": 5,
     "nova_api_timeout": 5,
 }
-
-
-@pytest.fixture(autouse=True)
-def _no_leaked_overrides() -> Iterator[None]:
-    yield
-    clear_group_overrides()
 
 
 @pytest.fixture
@@ -54,9 +47,7 @@ def sim() -> Iterator[NovaSimulator]:
 
 
 def make_conf(sim: NovaSimulator, **overrides: Any) -> cfg.ConfigOpts:
-    return masakari_conf.for_tests(
-        **{**sim.conf_overrides(), **FAST, **GROUP_DEFAULTS, **overrides}
-    )
+    return masakari_conf.for_tests(**{**sim.conf_overrides(), **FAST, **overrides})
 
 
 @pytest.fixture

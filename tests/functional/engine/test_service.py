@@ -21,7 +21,6 @@ from tests.functional.engine.conftest import (
     vmoves,
     wait_status,
 )
-from tests.unit.engine.fakes import clear_group_overrides
 
 LIFECYCLE = {"event": "LIFECYCLE", "vir_domain_event": "STOPPED_FAILED"}
 
@@ -197,6 +196,37 @@ def test_unknown_task_stops_the_engine_at_start(tmp_path, sim, db, capsys):
         "process_failure_recovery_tasks = pre:['no_such_task'],main:[],post:[]\n"
     )
     conf_file.write_text(text)
-    clear_group_overrides()  # the file, not an earlier test's override, must decide
     assert engine_cmd.main(["--config-file", str(conf_file)]) == 1
     assert "no_such_task" in capsys.readouterr().err
+
+
+def test_engine_without_nova_credentials_starts_and_fails_recoveries(tmp_path, sim, db):
+    """As the reference's engine, it starts; each recovery needing Nova ends in error."""
+    sim.add_service("compute-1")
+    host = add_host(db, add_segment(db), "compute-1")
+    conf_file = tmp_path / "engine.conf"
+    _write_conf(conf_file, sim, str(db.engine.url))
+    text = conf_file.read_text().replace(f"os_privileged_user_auth_url = {sim.auth_url}\n", "")
+    assert "os_privileged_user_auth_url" not in text
+    conf_file.write_text(text)
+    engine = subprocess.Popen(
+        [sys.executable, "-m", "masakari.cmd.engine", "--config-file", str(conf_file)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        nid = notify(
+            db, host, "VM", {**LIFECYCLE, "instance_uuid": sim.add_server(host="compute-1")}
+        )
+        try:
+            reached = wait_status(db, nid, ("error",))
+        except AssertionError as exc:
+            reached = str(exc)
+        alive = engine.poll() is None
+    finally:
+        engine.terminate()
+        output = engine.communicate(timeout=30)[0].decode()
+    assert alive, output
+    assert reached == "error", output
+    assert "os_privileged_user_*" in output
+    assert sim.nova_calls() == []

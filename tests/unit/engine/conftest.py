@@ -13,19 +13,11 @@ from masakari import conf as masakari_conf
 from masakari.db.database import Database
 from masakari.db.models import Base, Host, Notification, RecoveryTask, Segment
 from masakari.engine.context import RunContext
-from tests.unit.engine.fakes import GROUP_DEFAULTS, FakeClock, FakeNova, clear_group_overrides
+from tests.unit.engine.fakes import FakeClock, FakeNova
 
 
 def make_conf(**overrides: Any) -> Any:
-    return masakari_conf.for_tests(
-        **{"wait_period_after_service_update": 0, **GROUP_DEFAULTS, **overrides}
-    )
-
-
-@pytest.fixture(autouse=True)
-def _no_leaked_overrides() -> Iterator[None]:
-    yield
-    clear_group_overrides()
+    return masakari_conf.for_tests(**{"wait_period_after_service_update": 0, **overrides})
 
 
 @pytest.fixture

@@ -10,49 +10,6 @@ from typing import Any
 from masakari import exception
 from masakari.engine.context import Cancelled, Clock
 
-# Options of named groups that engine tests change, at their defaults. masakari.conf
-# registers the same OptGroup objects in every ConfigOpts, and oslo.config keeps overrides
-# on them, so an override made for one test leaks into the next conf unless reset.
-GROUP_DEFAULTS = {
-    "host_failure.evacuate_all_instances": True,
-    "host_failure.ignore_instances_in_error_state": False,
-    "host_failure.add_reserved_host_to_aggregate": False,
-    "host_failure.force_down_fenced_host": False,
-    "host_failure.ha_enabled_instance_metadata_key": "HA_Enabled",
-    "instance_failure.process_all_instances": False,
-    "instance_failure.ha_enabled_instance_metadata_key": "HA_Enabled",
-    "taskflow_driver_recovery_flows.host_auto_failure_recovery_tasks": {
-        "pre": ["disable_compute_service_task"],
-        "main": ["prepare_HA_enabled_instances_task"],
-        "post": ["evacuate_instances_task"],
-    },
-    "taskflow_driver_recovery_flows.host_rh_failure_recovery_tasks": {
-        "pre": ["disable_compute_service_task"],
-        "main": ["prepare_HA_enabled_instances_task", "evacuate_instances_task"],
-        "post": [],
-    },
-    "taskflow_driver_recovery_flows.instance_failure_recovery_tasks": {
-        "pre": ["stop_instance_task"],
-        "main": ["start_instance_task"],
-        "post": ["confirm_instance_active_task"],
-    },
-    "taskflow_driver_recovery_flows.process_failure_recovery_tasks": {
-        "pre": ["disable_compute_node_task"],
-        "main": ["confirm_compute_node_disabled_task"],
-        "post": [],
-    },
-}
-
-
-def clear_group_overrides() -> None:
-    """Drop the overrides engine tests set in named groups, so no other test inherits them."""
-    from masakari import conf as masakari_conf
-
-    conf = masakari_conf.for_tests()
-    for key in GROUP_DEFAULTS:
-        group, _, name = key.partition(".")
-        conf.clear_override(name, group=group)
-
 
 class FakeClock(Clock):
     """Time moves only when the code sleeps: a 180 s timeout costs nothing."""
