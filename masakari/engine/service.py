@@ -15,7 +15,6 @@ import datetime
 import itertools
 import logging
 import os
-import socket
 import threading
 import uuid
 from collections.abc import Callable
@@ -76,7 +75,7 @@ class EngineService:
         self.clock = clock or Clock()
         # A fresh id per process: a restarted engine does not inherit its old claims, it
         # takes them over once they expire like any other engine would.
-        self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.owner = owner or f"{conf.host}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.flows = flows or tasks.load_flows(conf)
         self.workers = workers
         self.retry_workers = retry_workers
