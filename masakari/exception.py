@@ -73,8 +73,7 @@ class InvalidSortKey(Invalid):
 
 class InvalidAPIVersionString(Invalid):
     msg_fmt = (
-        "API Version String %(version)s is of invalid format. Must be of format "
-        "MajorNum.MinorNum."
+        "API Version String %(version)s is of invalid format. Must be of format MajorNum.MinorNum."
     )
 
 
@@ -146,9 +145,7 @@ class HostExists(Conflict):
 
 
 class SegmentInUse(Conflict):
-    msg_fmt = (
-        "Failover segment %(uuid)s can't be updated as it is in-use to process notifications."
-    )
+    msg_fmt = "Failover segment %(uuid)s can't be updated as it is in-use to process notifications."
 
 
 class HostInUse(Conflict):

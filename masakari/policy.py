@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from typing import Any
 
 from oslo_config import cfg
@@ -24,7 +24,13 @@ class IsAdminCheck(policy.Check):
         self.expected = match.lower() == "true"
         super().__init__(kind, str(self.expected))
 
-    def __call__(self, target: Any, creds: Mapping[str, Any], enforcer: Any) -> bool:
+    def __call__(
+        self,
+        target: Mapping[str, Any],
+        creds: MutableMapping[str, Any],
+        enforcer: Any,
+        current_rule: str | None = None,
+    ) -> bool:
         return bool(creds.get("is_admin")) == self.expected
 
 

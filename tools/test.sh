@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The project's test command: lint, the test suite (SQLite, PostgreSQL, MariaDB), then the
+# The project's test command: lint and type checks, the test suite (SQLite, PostgreSQL, MariaDB), then the
 # shared conformance suite against the installed console scripts.
 # Usage: tools/test.sh [pytest args...]     (MASAKARI_SKIP_CONFORMANCE=1 skips the last part)
 set -euo pipefail
@@ -9,6 +9,9 @@ export PATH="$PWD/$VENV/bin:$PATH"
 
 echo "== ruff"
 ruff check masakari tests benchmarks
+
+echo "== mypy"
+mypy
 
 echo "== pytest"
 require=()

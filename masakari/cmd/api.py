@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from cheroot import wsgi
 from oslo_config import cfg
@@ -55,7 +55,8 @@ def make_server(conf: cfg.ConfigOpts, application: Any, reuse_port: bool) -> wsg
         numthreads=threads,
         max=threads,
         server_name="masakari-api",
-        timeout=conf.wsgi.client_socket_timeout or None,
+        # 0 means "no timeout" in the reference; cheroot takes None for that.
+        timeout=cast(int, conf.wsgi.client_socket_timeout or None),
         shutdown_timeout=SHUTDOWN_TIMEOUT,
         reuse_port=reuse_port,
     )
@@ -129,8 +130,10 @@ def supervise(conf: cfg.ConfigOpts, workers: int) -> None:
             break
         except InterruptedError:
             continue
-        slot = children.pop(pid, None)
-        if slot is not None and not stopping.is_set():
+        if pid not in children:
+            continue
+        slot = children.pop(pid)
+        if not stopping.is_set():
             LOG.error("API worker %d exited (status %d): restarting it", pid, status)
             time.sleep(RESPAWN_DELAY)
             spawn(slot)

@@ -10,6 +10,7 @@ import logging
 import sys
 import time
 from collections.abc import Callable
+from typing import Any
 
 from alembic import util as alembic_util
 from oslo_config import cfg
@@ -86,7 +87,7 @@ COMMANDS: dict[str, dict[str, Callable[[cfg.ConfigOpts], None]]] = {
 }
 
 
-def _add_parsers(subparsers) -> None:  # noqa: ANN001 - argparse's private type
+def _add_parsers(subparsers: Any) -> None:  # argparse's _SubParsersAction is private
     db = subparsers.add_parser("db", help="database schema and maintenance")
     actions = db.add_subparsers(dest="action")
     actions.required = True

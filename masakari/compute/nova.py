@@ -261,7 +261,7 @@ class NovaClient:
             raise exception.ComputeNotFoundByName(compute_name=host)
         return services[0]
 
-    def disable_service(self, service_id: str, reason: str | None) -> None:
+    def disable_service(self, service_id: str, reason: str | None = None) -> None:
         """PUT /os-services/{uuid}; without a reason the body has none, as in the reference."""
         LOG.info("Disable nova-compute service %s", service_id)
         body: dict[str, Any] = {"status": "disabled"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 import sqlalchemy as sa
 from oslo_config import cfg
@@ -68,6 +68,11 @@ class Database:
         self.engine.dispose()
 
 
+def affected_rows(result: sa.Result[Any]) -> int:
+    """Rows an UPDATE or DELETE matched (only cursor results carry the count)."""
+    return cast(sa.CursorResult[Any], result).rowcount
+
+
 def create_engine(url: str, **kwargs: Any) -> sa.engine.Engine:
     """oslo.db's engine (pool, retries, sql_mode) for servers; a tuned plain one for SQLite."""
     parsed = sa.engine.make_url(url)
@@ -78,7 +83,7 @@ def create_engine(url: str, **kwargs: Any) -> sa.engine.Engine:
 
 def _sqlite_engine(url: sa.engine.URL, synchronous: bool) -> sa.engine.Engine:
     in_memory = not url.database or url.database == ":memory:"
-    if not in_memory:
+    if url.database and not in_memory:
         os.makedirs(os.path.dirname(os.path.abspath(url.database)), exist_ok=True)
     engine = sa.create_engine(url, poolclass=sa.pool.StaticPool if in_memory else None)
 

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import datetime
 import logging
+from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy import orm
 
 from masakari.db import models
-from masakari.db.database import Database
+from masakari.db.database import Database, affected_rows
 
 LOG = logging.getLogger(__name__)
 
@@ -37,11 +39,13 @@ def purge(db: Database, age_in_days: int, max_rows: int | None = None) -> dict[s
     return counts
 
 
-def _limited(query: sa.Select, max_rows: int | None) -> sa.Select:
+def _limited(query: sa.Select[Any], max_rows: int | None) -> sa.Select[Any]:
     return query if max_rows is None else query.limit(max_rows)
 
 
-def _old_notifications(session, cutoff: datetime.datetime, max_rows: int | None) -> list[str]:
+def _old_notifications(
+    session: orm.Session, cutoff: datetime.datetime, max_rows: int | None
+) -> list[str]:
     n = models.Notification
     query = (
         sa.select(n.notification_uuid)
@@ -51,7 +55,7 @@ def _old_notifications(session, cutoff: datetime.datetime, max_rows: int | None)
     return list(session.scalars(_limited(query, max_rows)))
 
 
-def _delete_notifications(session, uuids: list[str]) -> int:
+def _delete_notifications(session: orm.Session, uuids: list[str]) -> int:
     if not uuids:
         return 0
     for model in (models.RecoveryTask, models.NotificationClaim):
@@ -59,16 +63,16 @@ def _delete_notifications(session, uuids: list[str]) -> int:
     result = session.execute(
         sa.delete(models.Notification).where(models.Notification.notification_uuid.in_(uuids))
     )
-    return result.rowcount
+    return affected_rows(result)
 
 
 def _delete_vmoves(
-    session, purged: list[str], cutoff: datetime.datetime, max_rows: int | None
+    session: orm.Session, purged: list[str], cutoff: datetime.datetime, max_rows: int | None
 ) -> int:
     v = models.VMove
     count = 0
     if purged:
-        count += session.execute(sa.delete(v).where(v.notification_uuid.in_(purged))).rowcount
+        count += affected_rows(session.execute(sa.delete(v).where(v.notification_uuid.in_(purged))))
     # Rows the reference left behind: soft-deleted ones and orphans of notifications it purged.
     orphan = ~sa.exists().where(models.Notification.notification_uuid == v.notification_uuid)
     old_ids = _limited(
@@ -76,19 +80,21 @@ def _delete_vmoves(
     )
     ids = list(session.scalars(old_ids))
     if ids:
-        count += session.execute(sa.delete(v).where(v.id.in_(ids))).rowcount
+        count += affected_rows(session.execute(sa.delete(v).where(v.id.in_(ids))))
     return count
 
 
-def _delete_soft_deleted(session, model, cutoff: datetime.datetime, max_rows: int | None) -> int:
+def _delete_soft_deleted(
+    session: orm.Session, model: Any, cutoff: datetime.datetime, max_rows: int | None
+) -> int:
     query = sa.select(model.id).where(model.deleted != 0, model.deleted_at < cutoff)
     ids = list(session.scalars(_limited(query.order_by(model.deleted_at, model.id), max_rows)))
     if not ids:
         return 0
-    return session.execute(sa.delete(model).where(model.id.in_(ids))).rowcount
+    return affected_rows(session.execute(sa.delete(model).where(model.id.in_(ids))))
 
 
-def _delete_segments(session, cutoff: datetime.datetime, max_rows: int | None) -> int:
+def _delete_segments(session: orm.Session, cutoff: datetime.datetime, max_rows: int | None) -> int:
     s, h = models.Segment, models.Host
     # A segment some host row still points at would break the foreign key.
     referenced = sa.exists().where(h.failover_segment_id == s.uuid)
@@ -100,4 +106,4 @@ def _delete_segments(session, cutoff: datetime.datetime, max_rows: int | None) -
     ids = list(session.scalars(_limited(query, max_rows)))
     if not ids:
         return 0
-    return session.execute(sa.delete(s).where(s.id.in_(ids))).rowcount
+    return affected_rows(session.execute(sa.delete(s).where(s.id.in_(ids))))

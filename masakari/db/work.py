@@ -23,7 +23,7 @@ import sqlalchemy as sa
 from oslo_db import exception as db_exc
 from sqlalchemy import orm
 
-from masakari.db.database import Database
+from masakari.db.database import Database, affected_rows
 from masakari.db.models import Host, Notification, NotificationClaim, Segment, VMove
 
 T = TypeVar("T")
@@ -133,7 +133,7 @@ def transaction(db: Database, fn: Callable[[orm.Session], T]) -> T:
 # --- reading the queue ---------------------------------------------------------------------
 
 
-def _candidates(stmt: sa.Select[Any], session: orm.Session) -> list[Candidate]:
+def _candidates(stmt: sa.Select[*tuple[Any, ...]], session: orm.Session) -> list[Candidate]:
     return [
         Candidate(
             row.id, row.notification_uuid, row.source_host_uuid, row.status, bool(row.host_busy)
@@ -142,7 +142,7 @@ def _candidates(stmt: sa.Select[Any], session: orm.Session) -> list[Candidate]:
     ]
 
 
-def _candidate_columns() -> sa.Select[Any]:
+def _candidate_columns() -> sa.Select[*tuple[Any, ...]]:
     # Whether another notification of the same host runs: a hint that saves a claim attempt
     # (the claim checks again under lock).
     other = orm.aliased(Notification)
@@ -273,7 +273,7 @@ def claim(
     result = session.execute(
         stmt.values(status=RUNNING).execution_options(synchronize_session=False)
     )
-    if result.rowcount != 1:
+    if affected_rows(result) != 1:
         return ClaimResult.GONE
     _put_claim(session, notification_uuid, owner, token, expires_at)
     return ClaimResult.CLAIMED
@@ -392,7 +392,7 @@ def finish(
         .execution_options(synchronize_session=False)
     )
     session.delete(existing)
-    return result.rowcount == 1
+    return affected_rows(result) == 1
 
 
 def takeover_candidates(session: orm.Session, now: datetime.datetime, limit: int) -> list[str]:
@@ -554,7 +554,7 @@ def take_reserved_host(session: orm.Session, name: str) -> bool:
         .values(reserved=False)
         .execution_options(synchronize_session=False)
     )
-    return result.rowcount == 1
+    return affected_rows(result) == 1
 
 
 def give_back_reserved_host(session: orm.Session, name: str) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import concurrent.futures
 import dataclasses
 import datetime
+import functools
 import itertools
 import logging
 import os
@@ -351,8 +352,13 @@ class EngineService:
             try:
                 taken = work.transaction(
                     self.db,
-                    lambda s, uuid_=notification_uuid, token_=token, now_=now: work.take_over(
-                        s, uuid_, self.owner, token_, now_, self._expiry()
+                    functools.partial(
+                        work.take_over,
+                        notification_uuid=notification_uuid,
+                        owner=self.owner,
+                        token=token,
+                        now=now,
+                        expires_at=self._expiry(),
                     ),
                 )
             except sqlalchemy.exc.IntegrityError:

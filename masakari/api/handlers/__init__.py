@@ -38,7 +38,8 @@ def page(req: ApiRequest) -> Page:
 
 def _non_negative(value: str, name: str) -> int:
     try:
-        return strutils.validate_integer(value, name, min_value=0)
+        # The stub says int, but strutils parses the query string and words its errors.
+        return strutils.validate_integer(value, name, min_value=0)  # type: ignore[arg-type]
     except ValueError as exc:
         raise exception.InvalidInput(reason=str(exc)) from exc
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -97,9 +98,7 @@ def _settle_previous_evacuations(ctx: TaskContext, host_name: str) -> None:
                     status=work.VMOVE_FAILED,
                     message="Failed reason: engine lost before confirmation.",
                 )
-        work.transaction(
-            ctx.db, lambda session, v=vmove.id, vals=values: work.update_vmove(session, v, **vals)
-        )
+        work.transaction(ctx.db, functools.partial(work.update_vmove, vmove_id=vmove.id, **values))
 
 
 @task("PrepareHAEnabledInstancesTask")
@@ -155,8 +154,9 @@ def prepare_ha_enabled_instances(ctx: TaskContext) -> None:
             for v in work.vmoves(session, notification_uuid, statuses=[work.VMOVE_PENDING])
         }
         created = [
-            pending.pop(server["id"], None)
-            or work.create_vmove(
+            pending.pop(server["id"])
+            if server["id"] in pending
+            else work.create_vmove(
                 session, notification_uuid, server["id"], server.get("name") or "", host_name
             )
             for server in selected
