@@ -167,4 +167,18 @@ class NotificationClaim(_Timestamps, Base):
     expires_at: Mapped[datetime.datetime] = mapped_column(DateTime, nullable=False)
 
 
+class InstanceLock(_Timestamps, Base):
+    """An instance the engine locked in Nova for an evacuation and has not unlocked yet.
+
+    The lock is the engine's, not the user's: whoever finishes the notification (another
+    engine after a crash, or a retry after a failed unlock) unlocks what is listed here.
+    """
+
+    __tablename__ = "masakari_instance_locks"
+
+    instance_uuid: Mapped[str] = mapped_column(String(36), primary_key=True)
+    notification_uuid: Mapped[str] = mapped_column(String(36), nullable=False)
+
+
 Index("recovery_tasks_notification_idx", RecoveryTask.notification_uuid)
+Index("instance_locks_notification_idx", InstanceLock.notification_uuid)

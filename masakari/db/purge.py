@@ -58,7 +58,7 @@ def _old_notifications(
 def _delete_notifications(session: orm.Session, uuids: list[str]) -> int:
     if not uuids:
         return 0
-    for model in (models.RecoveryTask, models.NotificationClaim):
+    for model in (models.RecoveryTask, models.NotificationClaim, models.InstanceLock):
         session.execute(sa.delete(model).where(model.notification_uuid.in_(uuids)))
     result = session.execute(
         sa.delete(models.Notification).where(models.Notification.notification_uuid.in_(uuids))

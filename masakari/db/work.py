@@ -24,7 +24,14 @@ from oslo_db import exception as db_exc
 from sqlalchemy import orm
 
 from masakari.db.database import Database, affected_rows
-from masakari.db.models import Host, Notification, NotificationClaim, Segment, VMove
+from masakari.db.models import (
+    Host,
+    InstanceLock,
+    Notification,
+    NotificationClaim,
+    Segment,
+    VMove,
+)
 
 T = TypeVar("T")
 
@@ -626,3 +633,26 @@ def vmoves(
         stmt = stmt.where(VMove.id.in_(list(ids)))
     stmt = stmt.order_by(VMove.created_at.desc(), VMove.id.desc())
     return [_vmove_data(row) for row in session.scalars(stmt)]
+
+
+# --- instance locks ----------------------------------------------------------------------------
+
+
+def record_lock(session: orm.Session, notification_uuid: str, instance_uuid: str) -> None:
+    """Note, before locking it in Nova, that this notification's recovery locks the instance."""
+    session.merge(InstanceLock(instance_uuid=instance_uuid, notification_uuid=notification_uuid))
+
+
+def forget_lock(session: orm.Session, instance_uuid: str) -> None:
+    session.execute(sa.delete(InstanceLock).where(InstanceLock.instance_uuid == instance_uuid))
+
+
+def locked_instances(session: orm.Session, notification_uuid: str) -> list[str]:
+    """Instances an earlier attempt of this notification locked and never unlocked."""
+    return list(
+        session.scalars(
+            sa.select(InstanceLock.instance_uuid).where(
+                InstanceLock.notification_uuid == notification_uuid
+            )
+        )
+    )

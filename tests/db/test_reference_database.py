@@ -48,7 +48,11 @@ def test_sync_applies_only_the_projects_migrations(reference_db: str) -> None:
         tables = set(sa.inspect(db.engine).get_table_names())
     finally:
         db.dispose()
-    assert {"masakari_recovery_tasks", "masakari_notification_claims"} <= tables
+    assert {
+        "masakari_recovery_tasks",
+        "masakari_notification_claims",
+        "masakari_instance_locks",
+    } <= tables
     assert _snapshot(reference_db) == before
 
 

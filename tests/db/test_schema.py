@@ -22,7 +22,11 @@ REFERENCE_FILES = {
     "postgresql": "schema-postgresql-migrated.sql",
     "mysql": "schema-mysql-migrated.sql",
 }
-PROJECT_TABLES = ("masakari_recovery_tasks", "masakari_notification_claims")
+PROJECT_TABLES = (
+    "masakari_recovery_tasks",
+    "masakari_notification_claims",
+    "masakari_instance_locks",
+)
 
 
 def _dump(backend: str, url: str) -> str:

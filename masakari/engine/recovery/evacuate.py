@@ -10,6 +10,7 @@ instance whose evacuation could not even start counts as failed instead of being
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import logging
 from collections.abc import Sequence
 from typing import Any
@@ -58,9 +59,18 @@ def evacuate_and_confirm(run: RunContext, vmove: work.VMoveData, reserved_host: 
         server = nova.get_server(vmove.instance_uuid)
         already_locked = bool(nova.get_server(vmove.instance_uuid).get("locked"))
         if not already_locked:
-            # Keep users away from the instance until its evacuation is confirmed.
-            nova.lock_server(vmove.instance_uuid)
+            # Keep users away from the instance until its evacuation is confirmed. Recorded
+            # first, so that whoever finishes this notification unlocks it if we cannot.
+            work.transaction(
+                run.db,
+                functools.partial(
+                    work.record_lock,
+                    notification_uuid=run.notification_uuid,
+                    instance_uuid=vmove.instance_uuid,
+                ),
+            )
             locked_by_us = True
+            nova.lock_server(vmove.instance_uuid)
     except Cancelled:
         raise
     except Exception as exc:
@@ -144,10 +154,20 @@ def evacuate_and_confirm(run: RunContext, vmove: work.VMoveData, reserved_host: 
         if not cancelled:
             _update_vmove(run, vmove.id, end_time=run.clock.now())
         if locked_by_us:
-            try:
-                nova.unlock_server(vmove.instance_uuid)
-            except Exception as exc:  # the outcome is recorded; an unlock error only logs
-                LOG.error("Unlocking instance %s failed: %s", vmove.instance_uuid, exc)
+            unlock(run, vmove.instance_uuid)
+
+
+def unlock(run: RunContext, instance_uuid: str) -> None:
+    """Unlock an instance this service locked; a failure leaves it recorded for the next try."""
+    try:
+        run.nova.unlock_server(instance_uuid)
+    except exception.NovaError as exc:
+        if exc.status != 404:  # a deleted instance has nothing left to unlock
+            LOG.error(
+                "Unlocking instance %s failed, left for the next attempt: %s", instance_uuid, exc
+            )
+            return
+    work.transaction(run.db, functools.partial(work.forget_lock, instance_uuid=instance_uuid))
 
 
 def _order(vmoves: Sequence[work.VMoveData], ha_ids: set[str] | None) -> list[work.VMoveData]:

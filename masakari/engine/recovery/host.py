@@ -12,6 +12,7 @@ from sqlalchemy import orm
 from masakari import exception
 from masakari.db import work
 from masakari.engine.context import Cancelled, PollTimeout, RunContext
+from masakari.engine.recovery import evacuate
 from masakari.engine.recovery.evacuate import HYPERVISOR, TASK_STATE, VM_STATE, compute_host
 from masakari.engine.recovery.flow import Flow, Task, TaskContext, task
 
@@ -99,6 +100,11 @@ def _settle_previous_evacuations(ctx: TaskContext, host_name: str) -> None:
                     message="Failed reason: engine lost before confirmation.",
                 )
         work.transaction(ctx.db, functools.partial(work.update_vmove, vmove_id=vmove.id, **values))
+    # Instances the lost engine locked: unlocked now, locked again if evacuated again.
+    with ctx.db.reader() as session:
+        locked = work.locked_instances(session, notification_uuid)
+    for instance_uuid in locked:
+        evacuate.unlock(ctx.run, instance_uuid)
 
 
 @task("PrepareHAEnabledInstancesTask")

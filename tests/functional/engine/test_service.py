@@ -9,7 +9,9 @@ import subprocess
 import sys
 import time
 
-from masakari.db.models import NotificationClaim, RecoveryTask
+import sqlalchemy as sa
+
+from masakari.db.models import InstanceLock, NotificationClaim, RecoveryTask
 from tests.functional.engine.conftest import (
     HOST_DOWN,
     add_host,
@@ -184,6 +186,10 @@ def test_killed_engine_is_taken_over(db, sim, engine_factory, tmp_path):
     # second engine waited for the first engine's evacuations instead of repeating them.
     assert {v.instance_uuid for v in vmoves(db, nid) if v.status == "succeeded"} == set(vms)
     assert {a for a, *_ in details(db, nid)} == {1, 2}
+    # the first engine's Nova locks were lifted by the second, and nothing is left recorded
+    assert [vm for vm in vms if sim.server(vm)["locked"]] == []
+    with db.reader() as session:
+        assert session.scalars(sa.select(InstanceLock)).all() == []
 
 
 def test_unknown_task_stops_the_engine_at_start(tmp_path, sim, db, capsys):

@@ -1,4 +1,4 @@
-"""The project's own tables: recovery progress and engine claims.
+"""The project's own tables: recovery progress, engine claims, instance locks.
 
 Added after the reference's head so that the reference's code still runs on the result
 (it ignores tables it does not know): a rollback path for operators.
@@ -50,11 +50,24 @@ def upgrade() -> None:
         sa.Column("expires_at", sa.DateTime(), nullable=False),
         sa.PrimaryKeyConstraint("notification_uuid"),
     )
+    op.create_table(
+        "masakari_instance_locks",
+        sa.Column("created_at", sa.DateTime(), nullable=True),
+        sa.Column("updated_at", sa.DateTime(), nullable=True),
+        sa.Column("instance_uuid", sa.String(36), nullable=False),
+        sa.Column("notification_uuid", sa.String(36), nullable=False),
+        sa.PrimaryKeyConstraint("instance_uuid"),
+    )
+    op.create_index(
+        "instance_locks_notification_idx", "masakari_instance_locks", ["notification_uuid"]
+    )
 
 
 def downgrade() -> None:
     # The way back to the reference's head, for an operator who rolls back to the reference:
     # its tables are untouched, so dropping ours is all it takes.
+    op.drop_index("instance_locks_notification_idx", table_name="masakari_instance_locks")
+    op.drop_table("masakari_instance_locks")
     op.drop_table("masakari_notification_claims")
     op.drop_index("recovery_tasks_notification_idx", table_name="masakari_recovery_tasks")
     op.drop_table("masakari_recovery_tasks")
