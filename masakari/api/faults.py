@@ -53,6 +53,9 @@ STATUSES: dict[type[BaseException], int] = {
     errors.ActionNotImplemented: 405,
 }
 
+# webob decodes the path and the query string lazily, wherever they are first read.
+BAD_ENCODING = "The request URL is not valid UTF-8."
+
 UNEXPECTED = (
     "Unexpected API Error. Please report this at https://bugs.launchpad.net/masakari/ "
     "and attach the Masakari API log if possible.\n%s"
@@ -61,6 +64,8 @@ UNEXPECTED = (
 
 def status_and_message(exc: BaseException) -> tuple[int, str]:
     """The HTTP status and the client-visible message for ``exc``."""
+    if isinstance(exc, UnicodeDecodeError):
+        return 400, BAD_ENCODING
     if isinstance(exc, exception.NovaError):
         # The reference's host API passes a Nova 403 on and lets any other Nova failure
         # escape as a 500 naming the exception class it had (api-hosts-nova-errors).
@@ -121,6 +126,8 @@ class FaultWrapper:
     def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
         try:
             return self.application(environ, start_response)
+        except UnicodeDecodeError:
+            return fault(400, BAD_ENCODING)(environ, start_response)
         except Exception:
             LOG.exception(
                 "Caught error on %s %s", environ.get("REQUEST_METHOD"), environ.get("PATH_INFO")

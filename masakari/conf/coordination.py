@@ -1,4 +1,4 @@
-"""[coordination]: the tooz backend shared by API and engine processes."""
+"""[coordination]: the reference's tooz backend, accepted so that existing files parse."""
 
 from __future__ import annotations
 
@@ -19,9 +19,10 @@ OPTS: list[cfg.Opt] = [
         default=None,
         help=paragraphs(
             """
-tooz URL of the coordination backend (for example ``etcd3+http://host:2379``).
-Unset, no distributed lock is taken. The ``file`` driver is unsuitable: it
-never removes its lock files.
+tooz URL of a coordination backend (for example ``etcd3+http://host:2379``).
+Accepted and ignored: the reference took a distributed lock per host while
+recording a notification; this service locks the host's database row instead,
+which serialises any number of API processes without another service.
 """
         ),
     ),

@@ -40,6 +40,11 @@ WRITE_RETRY_SECONDS = 15.0
 WRITE_BACKOFF = 0.01
 WRITE_BACKOFF_MAX = 0.25
 
+# What a database failure raises: SQLAlchemy's errors, or oslo.db's translations of them on
+# PostgreSQL and MariaDB (a unique violation there is DBDuplicateEntry, not IntegrityError).
+DB_ERRORS = (sa.exc.SQLAlchemyError, db_exc.DBError)
+DUPLICATE_ERRORS = (sa.exc.IntegrityError, db_exc.DBDuplicateEntry)
+
 # Notification statuses, as the reference stores them.
 NEW = "new"
 RUNNING = "running"
@@ -345,14 +350,24 @@ def renew(
             Notification.deleted == 0,
         )
     ).all()
-    mine = {r.notification_uuid for r in rows if tokens.get(r.notification_uuid) == r.attempt}
-    if mine:
-        session.execute(
+    mine = set()
+    for row in rows:
+        if tokens.get(row.notification_uuid) != row.attempt:
+            continue
+        # Conditional on owner and token again: another engine may have taken the claim over
+        # between the read above and this write, and then this engine must stop.
+        renewed = session.execute(
             sa.update(NotificationClaim)
-            .where(NotificationClaim.notification_uuid.in_(mine), NotificationClaim.owner == owner)
+            .where(
+                NotificationClaim.notification_uuid == row.notification_uuid,
+                NotificationClaim.owner == owner,
+                NotificationClaim.attempt == row.attempt,
+            )
             .values(expires_at=expires_at)
             .execution_options(synchronize_session=False)
         )
+        if affected_rows(renewed) == 1:
+            mine.add(row.notification_uuid)
     return mine
 
 

@@ -21,7 +21,6 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-import sqlalchemy.exc
 from oslo_config import cfg
 
 from masakari.db import work
@@ -161,7 +160,7 @@ class EngineService:
         """A database hiccup must not kill the loop: log it and try again next round."""
         try:
             step()
-        except sqlalchemy.exc.SQLAlchemyError as exc:
+        except work.DB_ERRORS as exc:
             LOG.warning("Engine step %s failed: %s", getattr(step, "__name__", step), exc)
         except Exception:
             LOG.exception("Engine step %s failed", getattr(step, "__name__", step))
@@ -226,7 +225,7 @@ class EngineService:
                     generated_before=generated_before,
                 ),
             )
-        except sqlalchemy.exc.IntegrityError:
+        except work.DUPLICATE_ERRORS:
             return work.ClaimResult.GONE
         if result == work.ClaimResult.CLAIMED:
             LOG.info("Claimed notification %s (%s)", row.notification_uuid, row.status)
@@ -237,7 +236,12 @@ class EngineService:
         item = _Work(notification_uuid, token, retry, threading.Event())
         with self._lock:
             self._active[notification_uuid] = item
-        item.future = self._pool.submit(self._run, item)
+        try:
+            item.future = self._pool.submit(self._run, item)
+        except RuntimeError:  # the pool shut down while this claim was being taken
+            with self._lock:
+                self._active.pop(notification_uuid, None)
+            self._release({notification_uuid: token})
 
     # --- one recovery ----------------------------------------------------------------------
 
@@ -337,7 +341,7 @@ class EngineService:
         try:
             now = self.clock.now()
             work.transaction(self.db, lambda s: work.release(s, self.owner, tokens, now))
-        except sqlalchemy.exc.SQLAlchemyError as exc:
+        except work.DB_ERRORS as exc:
             LOG.warning("Could not release claims %s: %s", sorted(tokens), exc)
 
     def _take_over(self, notification_uuids: list[str]) -> None:
@@ -361,7 +365,7 @@ class EngineService:
                         expires_at=self._expiry(),
                     ),
                 )
-            except sqlalchemy.exc.IntegrityError:
+            except work.DUPLICATE_ERRORS:
                 taken = False
             if taken:
                 LOG.warning(

@@ -9,6 +9,7 @@ import threading
 import uuid
 
 import pytest
+import sqlalchemy as sa
 
 from masakari.db import migration, work
 from masakari.db.database import Database
@@ -149,15 +150,33 @@ def test_finish_is_fenced_by_owner_and_token(db):
 
 
 def test_renew_keeps_only_live_claims(db):
-    _, hosts = _segment_with_hosts(db, "h1", "h2")
-    mine = _notify(db, hosts["h1"])
-    lost = _notify(db, hosts["h2"])
-    _claim(db, mine, "a", 1)
-    _claim(db, lost, "a", 2)
-    work.transaction(db, lambda s: work.expire(s, T0 + datetime.timedelta(seconds=1), 10))
+    _, hosts = _segment_with_hosts(db, "h1", "h2", "h3")
+    live = _notify(db, hosts["h1"])
+    expired = _notify(db, hosts["h2"])
+    stale_token = _notify(db, hosts["h3"])
+    _claim(db, live, "a", 1)
+    _claim(db, expired, "a", 2)
+    _claim(db, stale_token, "a", 3)
+    # the expiry task ends one notification; another's claim was re-made with a new token
+    work.transaction(
+        db,
+        lambda s: s.execute(
+            sa.update(Notification)
+            .where(Notification.notification_uuid == expired)
+            .values(status="failed")
+        ),
+    )
     later = LATER + datetime.timedelta(minutes=5)
-    # Both expired by the expiry task: nothing is renewed any more.
-    assert work.transaction(db, lambda s: work.renew(s, "a", {mine: 1, lost: 2}, later)) == set()
+    tokens = {live: 1, expired: 2, stale_token: 99}
+    assert work.transaction(db, lambda s: work.renew(s, "a", tokens, later)) == {live}
+    with db.reader() as s:
+        expiry = dict(
+            s.execute(sa.select(NotificationClaim.notification_uuid, NotificationClaim.expires_at))
+            .tuples()
+            .all()
+        )
+    assert expiry[live] == later
+    assert expiry[expired] == LATER and expiry[stale_token] == LATER
 
 
 def test_renew_and_takeover(db):

@@ -396,11 +396,10 @@ def test_from_conf_with_an_unknown_service_name(sim: NovaSimulator) -> None:
 
 
 def test_from_conf_with_masakari_conf(sim: NovaSimulator) -> None:
-    """The same through the project's options, once masakari.conf provides them."""
-    conf_module = pytest.importorskip("masakari.conf")
-    if not hasattr(conf_module, "for_tests"):
-        pytest.skip("masakari.conf.for_tests is not there yet")
-    conf = conf_module.for_tests(**sim.conf_overrides())
+    """The same through the project's options."""
+    from masakari import conf as masakari_conf
+
+    conf = masakari_conf.for_tests(**sim.conf_overrides())
     NovaClient.from_conf(conf).get_server(SERVER)
     assert sim.token_requests() == 1
 

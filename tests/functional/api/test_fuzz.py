@@ -134,3 +134,24 @@ def test_never_a_server_error(
     target = path + ("?" + urlencode(query) if query else "")
     response: Any = deployment.request(method, target, headers=headers, raw=raw)
     assert response.status_int < 500, (method, target, raw, response.text)
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "/%ff",
+        "/v1/%ff",
+        "/v1/segments/%ff",
+        "/v1/notifications/%ff",
+        "/v1/segments?sort_key=%ff",
+        "/v1/notifications?status=%ff",
+        "/v1/segments?marker=%ff",
+    ],
+)
+def test_url_that_is_not_utf8_is_a_bad_request(
+    world: tuple[Deployment, dict[str, str]], target: str
+) -> None:
+    deployment, _ = world
+    response: Any = deployment.request("GET", target, headers=dict(ADMIN))
+    assert response.status_int == 400, response.text
+    assert response.json["badRequest"]["message"] == "The request URL is not valid UTF-8."

@@ -72,6 +72,8 @@ def test_own_metadata_key(db, nova, clock):
     nova.add_server("vm", "compute-1", metadata={"ha": "yes"})
     run = make_run(db, nova, clock, **{"instance_failure.ha_enabled_instance_metadata_key": "ha"})
     run_task(instance.stop_instance, run, instance_uuid="vm")
+    # HA by the configured key, so the instance is stopped (with the default key it is not)
+    assert nova.actions("vm") == ["stop"]
 
 
 def test_start_refuses_an_instance_that_is_not_stopped(db, nova, clock, vm):
