@@ -102,3 +102,79 @@ def test_going_back_past_the_reference_head_is_refused(reference_db: str) -> Non
         assert migration.current(db.engine) == migration.REFERENCE_HEAD
     finally:
         db.dispose()
+
+
+# The other direction needs the reference itself: set MASAKARI_REF_PYTHON to the Python of a
+# virtualenv with masakari==22.0.0 (docs/database.md says how).
+REF_PYTHON = os.environ.get("MASAKARI_REF_PYTHON")
+
+READ_WITH_THE_REFERENCE = """
+import json, sys
+import masakari.conf
+from masakari import context
+from masakari.db import api as db
+conf = masakari.conf.CONF
+conf(["--config-file", sys.argv[1]], project="masakari")
+ctx = context.get_admin_context()
+print(json.dumps({
+    "segments": [s.name for s in db.failover_segment_get_all_by_filters(ctx)],
+    "hosts": [h.name for h in db.host_get_all_by_filters(ctx)],
+    "notifications": [n.status for n in db.notifications_get_all_by_filters(ctx)],
+}))
+"""
+
+
+@pytest.mark.skipif(not REF_PYTHON, reason="MASAKARI_REF_PYTHON (the reference's Python) unset")
+def test_the_reference_reads_a_database_made_here(tmp_path) -> None:
+    import json
+    import subprocess
+
+    path = tmp_path / "ours.db"
+    db = Database.from_url(f"sqlite:///{path}")
+    try:
+        migration.upgrade(db.engine)
+        with db.writer() as session:
+            session.add(
+                models.Segment(
+                    uuid="s", name="seg", service_type="compute", recovery_method="rh_priority"
+                )
+            )
+            session.flush()
+            session.add(
+                models.Host(
+                    uuid="h",
+                    name="compute-1",
+                    type="COMPUTE",
+                    control_attributes="SSH",
+                    failover_segment_id="s",
+                )
+            )
+            session.add(
+                models.Notification(
+                    notification_uuid="n",
+                    generated_time=models.utcnow(),
+                    type="VM",
+                    source_host_uuid="h",
+                    status="finished",
+                    failover_segment_uuid="s",
+                    payload="{}",
+                )
+            )
+    finally:
+        db.dispose()
+    conf = tmp_path / "ref.conf"
+    conf.write_text(f"[database]\nconnection = sqlite:///{path}\n")
+    done = subprocess.run(
+        [REF_PYTHON, "-W", "ignore", "-c", READ_WITH_THE_REFERENCE, str(conf)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,  # not this checkout: `-c` puts the working directory first on sys.path
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = done.stdout
+    assert json.loads(out.strip().splitlines()[-1]) == {
+        "segments": ["seg"],
+        "hosts": ["compute-1"],
+        "notifications": ["finished"],
+    }
