@@ -9,8 +9,14 @@ from typing import Any, cast
 
 import sqlalchemy as sa
 from oslo_config import cfg
+from oslo_db import exception as db_exc
 from oslo_db.sqlalchemy import engines
 from sqlalchemy import event, orm
+
+# What a database failure raises: SQLAlchemy's errors, or oslo.db's translations of them on
+# PostgreSQL and MariaDB (a unique violation there is DBDuplicateEntry, not IntegrityError).
+DB_ERRORS = (sa.exc.SQLAlchemyError, db_exc.DBError)
+DUPLICATE_ERRORS = (sa.exc.IntegrityError, db_exc.DBDuplicateEntry)
 
 # SQLite is the embedded default, shared by one API and one engine process: WAL lets readers
 # run beside the writer, and the busy timeout makes a writer wait instead of failing.

@@ -7,10 +7,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import sqlalchemy as sa
-from oslo_db import exception as db_exc
 from sqlalchemy import orm
 
 from masakari import exception
+from masakari.db.database import DUPLICATE_ERRORS
 from masakari.db.models import Host, utcnow
 from masakari.db.paging import paginate
 
@@ -87,7 +87,7 @@ def reload(session: orm.Session, row: Host) -> Host:
 def _flush_unique(session: orm.Session, name: Any) -> None:
     try:
         session.flush()
-    except (db_exc.DBDuplicateEntry, sa.exc.IntegrityError) as exc:
+    except DUPLICATE_ERRORS as exc:
         raise exception.HostExists(name=name) from exc
 
 

@@ -8,10 +8,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import sqlalchemy as sa
-from oslo_db import exception as db_exc
 from sqlalchemy import orm
 
 from masakari import exception
+from masakari.db.database import DUPLICATE_ERRORS
 from masakari.db.models import Host, Notification, Segment, utcnow
 from masakari.db.paging import paginate
 
@@ -79,7 +79,7 @@ def update(session: orm.Session, row: Segment, values: Mapping[str, Any]) -> Seg
 def _flush_unique(session: orm.Session, name: Any) -> None:
     try:
         session.flush()
-    except (db_exc.DBDuplicateEntry, sa.exc.IntegrityError) as exc:
+    except DUPLICATE_ERRORS as exc:
         raise exception.SegmentExists(name=name) from exc
 
 

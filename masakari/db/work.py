@@ -40,11 +40,6 @@ WRITE_RETRY_SECONDS = 15.0
 WRITE_BACKOFF = 0.01
 WRITE_BACKOFF_MAX = 0.25
 
-# What a database failure raises: SQLAlchemy's errors, or oslo.db's translations of them on
-# PostgreSQL and MariaDB (a unique violation there is DBDuplicateEntry, not IntegrityError).
-DB_ERRORS = (sa.exc.SQLAlchemyError, db_exc.DBError)
-DUPLICATE_ERRORS = (sa.exc.IntegrityError, db_exc.DBDuplicateEntry)
-
 # Notification statuses, as the reference stores them.
 NEW = "new"
 RUNNING = "running"

@@ -23,7 +23,7 @@ from typing import Any
 
 from oslo_config import cfg
 
-from masakari.db import work
+from masakari.db import database, work
 from masakari.db.database import Database
 from masakari.engine import recovery, tasks
 from masakari.engine.context import Cancelled, Clock, Fence, Nova, RunContext
@@ -160,7 +160,7 @@ class EngineService:
         """A database hiccup must not kill the loop: log it and try again next round."""
         try:
             step()
-        except work.DB_ERRORS as exc:
+        except database.DB_ERRORS as exc:
             LOG.warning("Engine step %s failed: %s", getattr(step, "__name__", step), exc)
         except Exception:
             LOG.exception("Engine step %s failed", getattr(step, "__name__", step))
@@ -225,7 +225,7 @@ class EngineService:
                     generated_before=generated_before,
                 ),
             )
-        except work.DUPLICATE_ERRORS:
+        except database.DUPLICATE_ERRORS:
             return work.ClaimResult.GONE
         if result == work.ClaimResult.CLAIMED:
             LOG.info("Claimed notification %s (%s)", row.notification_uuid, row.status)
@@ -341,7 +341,7 @@ class EngineService:
         try:
             now = self.clock.now()
             work.transaction(self.db, lambda s: work.release(s, self.owner, tokens, now))
-        except work.DB_ERRORS as exc:
+        except database.DB_ERRORS as exc:
             LOG.warning("Could not release claims %s: %s", sorted(tokens), exc)
 
     def _take_over(self, notification_uuids: list[str]) -> None:
@@ -365,7 +365,7 @@ class EngineService:
                         expires_at=self._expiry(),
                     ),
                 )
-            except work.DUPLICATE_ERRORS:
+            except database.DUPLICATE_ERRORS:
                 taken = False
             if taken:
                 LOG.warning(
