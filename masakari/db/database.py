@@ -74,6 +74,14 @@ class Database:
         self.engine.dispose()
 
 
+def flush_unique(session: orm.Session, error: Exception) -> None:
+    """Flush, turning a unique-key violation into ``error`` (a name already taken)."""
+    try:
+        session.flush()
+    except DUPLICATE_ERRORS as exc:
+        raise error from exc
+
+
 def affected_rows(result: sa.Result[Any]) -> int:
     """Rows an UPDATE or DELETE matched (only cursor results carry the count)."""
     return cast(sa.CursorResult[Any], result).rowcount

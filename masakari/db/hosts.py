@@ -10,8 +10,9 @@ import sqlalchemy as sa
 from sqlalchemy import orm
 
 from masakari import exception
-from masakari.db.database import DUPLICATE_ERRORS
-from masakari.db.models import Host, utcnow
+from masakari.db import models
+from masakari.db.database import flush_unique
+from masakari.db.models import Host
 from masakari.db.paging import paginate
 
 
@@ -67,14 +68,14 @@ def get_by_name_for_update(session: orm.Session, name: str) -> Host:
 def create(session: orm.Session, values: Mapping[str, Any]) -> Host:
     row = Host(uuid=str(uuid.uuid4()), **values)
     session.add(row)
-    _flush_unique(session, values.get("name"))
+    flush_unique(session, exception.HostExists(name=values.get("name")))
     return reload(session, row)
 
 
 def update(session: orm.Session, row: Host, values: Mapping[str, Any]) -> Host:
     for key, value in values.items():
         setattr(row, key, value)
-    _flush_unique(session, values.get("name"))
+    flush_unique(session, exception.HostExists(name=values.get("name")))
     return reload(session, row)
 
 
@@ -84,17 +85,5 @@ def reload(session: orm.Session, row: Host) -> Host:
     return row
 
 
-def _flush_unique(session: orm.Session, name: Any) -> None:
-    try:
-        session.flush()
-    except DUPLICATE_ERRORS as exc:
-        raise exception.HostExists(name=name) from exc
-
-
 def soft_delete(session: orm.Session, row: Host) -> None:
-    session.execute(
-        sa.update(Host)
-        .where(Host.id == row.id, Host.deleted == 0)
-        .values(deleted=Host.id, deleted_at=utcnow(), updated_at=Host.updated_at)
-        .execution_options(synchronize_session=False)
-    )
+    session.execute(models.soft_delete(Host, Host.id == row.id))

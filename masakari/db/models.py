@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import datetime
+from typing import Any
 
+import sqlalchemy as sa
 from oslo_db.sqlalchemy import types as oslo_types
 from sqlalchemy import (
     Boolean,
@@ -43,10 +45,19 @@ class _SoftDelete(_Timestamps):
     deleted_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
     deleted: Mapped[int | None] = mapped_column(oslo_types.SoftDeleteInteger, default=0)
 
-    def soft_delete(self) -> None:
-        self.deleted = self.id  # type: ignore[attr-defined]
-        # The reference keeps the microseconds here, unlike created_at/updated_at.
-        self.deleted_at = datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
+
+def soft_delete(model: Any, *criteria: Any, now: datetime.datetime | None = None) -> sa.Update:
+    """The UPDATE that soft-deletes the live rows of ``model`` matching ``criteria``.
+
+    ``updated_at`` is set to itself so that its onupdate default does not fire: the reference
+    leaves it alone on delete.
+    """
+    return (
+        sa.update(model)
+        .where(*criteria, model.deleted == 0)
+        .values(deleted=model.id, deleted_at=now or utcnow(), updated_at=model.updated_at)
+        .execution_options(synchronize_session=False)
+    )
 
 
 class Segment(_SoftDelete, Base):

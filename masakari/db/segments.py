@@ -11,7 +11,8 @@ import sqlalchemy as sa
 from sqlalchemy import orm
 
 from masakari import exception
-from masakari.db.database import DUPLICATE_ERRORS
+from masakari.db import models
+from masakari.db.database import flush_unique
 from masakari.db.models import Host, Notification, Segment, utcnow
 from masakari.db.paging import paginate
 
@@ -63,7 +64,7 @@ def get(session: orm.Session, segment_uuid: str) -> Segment:
 def create(session: orm.Session, values: Mapping[str, Any]) -> Segment:
     row = Segment(uuid=str(uuid.uuid4()), **values)
     session.add(row)
-    _flush_unique(session, values.get("name"))
+    flush_unique(session, exception.SegmentExists(name=values.get("name")))
     session.refresh(row)
     return row
 
@@ -71,16 +72,9 @@ def create(session: orm.Session, values: Mapping[str, Any]) -> Segment:
 def update(session: orm.Session, row: Segment, values: Mapping[str, Any]) -> Segment:
     for key, value in values.items():
         setattr(row, key, value)
-    _flush_unique(session, values.get("name"))
+    flush_unique(session, exception.SegmentExists(name=values.get("name")))
     session.refresh(row)
     return row
-
-
-def _flush_unique(session: orm.Session, name: Any) -> None:
-    try:
-        session.flush()
-    except DUPLICATE_ERRORS as exc:
-        raise exception.SegmentExists(name=name) from exc
 
 
 def soft_delete(session: orm.Session, segment_uuid: str) -> None:
@@ -90,12 +84,7 @@ def soft_delete(session: orm.Session, segment_uuid: str) -> None:
         (Segment, Segment.uuid == segment_uuid),
         (Host, Host.failover_segment_id == segment_uuid),
     ):
-        session.execute(
-            sa.update(model)
-            .where(criterion, model.deleted == 0)
-            .values(deleted=model.id, deleted_at=now, updated_at=model.updated_at)
-            .execution_options(synchronize_session=False)
-        )
+        session.execute(models.soft_delete(model, criterion, now=now))
 
 
 def is_under_recovery(session: orm.Session, segment_uuid: str) -> bool:
