@@ -57,7 +57,8 @@ def evacuate_and_confirm(run: RunContext, vmove: work.VMoveData, reserved_host: 
     locked_by_us = False
     try:
         server = nova.get_server(vmove.instance_uuid)
-        already_locked = bool(nova.get_server(vmove.instance_uuid).get("locked"))
+        # The reference reads the server a second time just for "locked"; one read says both.
+        already_locked = bool(server.get("locked"))
         if not already_locked:
             # Keep users away from the instance until its evacuation is confirmed. Recorded
             # first, so that whoever finishes this notification unlocks it if we cannot.
