@@ -143,7 +143,7 @@ class VMove(_SoftDelete, Base):
     message: Mapped[str | None] = mapped_column(Text)
 
 
-# --- the project's own tables (migration b6e0c1a2f9d4, after the reference's head) ----------
+# --- the project's own tables (migrations b6e0c1a2f9d4, e7a2c9d41f03, after the reference's head)
 
 
 class RecoveryTask(_Timestamps, Base):
@@ -176,6 +176,10 @@ class NotificationClaim(_Timestamps, Base):
     owner: Mapped[str] = mapped_column(String(255), nullable=False)
     attempt: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
     expires_at: Mapped[datetime.datetime] = mapped_column(DateTime, nullable=False)
+    # Bumped by every fenced write (migration e7a2c9d41f03): see masakari/db/claims.py.
+    fence: Mapped[int] = mapped_column(
+        sa.BigInteger, nullable=False, default=0, server_default="0"
+    )
 
 
 class InstanceLock(_Timestamps, Base):
@@ -189,6 +193,33 @@ class InstanceLock(_Timestamps, Base):
 
     instance_uuid: Mapped[str] = mapped_column(String(36), primary_key=True)
     notification_uuid: Mapped[str] = mapped_column(String(36), nullable=False)
+
+
+class HostGuard(Base):
+    """A row per host whose change serialises per-host decisions across every process.
+
+    A locking read is node-local on Galera; two transactions that both change this row
+    conflict on every backend, and one of them fails or waits.
+    """
+
+    __tablename__ = "masakari_host_guards"
+
+    host_uuid: Mapped[str] = mapped_column(String(36), primary_key=True)
+    version: Mapped[int] = mapped_column(
+        sa.BigInteger, nullable=False, default=0, server_default="0"
+    )
+
+
+class EvacuationPlan(Base):
+    """How a recovery found an instance before it first changed it, and what to restore."""
+
+    __tablename__ = "masakari_evacuation_plans"
+
+    created_at: Mapped[datetime.datetime | None] = mapped_column(DateTime, default=utcnow)
+    notification_uuid: Mapped[str] = mapped_column(String(36), primary_key=True)
+    instance_uuid: Mapped[str] = mapped_column(String(36), primary_key=True)
+    vm_state: Mapped[str | None] = mapped_column(String(255))
+    stop_after: Mapped[bool] = mapped_column(Boolean, nullable=False)
 
 
 Index("recovery_tasks_notification_idx", RecoveryTask.notification_uuid)

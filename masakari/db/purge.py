@@ -33,6 +33,7 @@ def purge(db: Database, age_in_days: int, max_rows: int | None = None) -> dict[s
         counts["vmoves"] = _delete_vmoves(session, uuids, cutoff, max_rows)
         # Hosts before segments: hosts reference segments by uuid.
         counts["hosts"] = _delete_soft_deleted(session, models.Host, cutoff, max_rows)
+        _delete_orphan_guards(session)
         counts["failover_segments"] = _delete_segments(session, cutoff, max_rows)
     for table, count in counts.items():
         LOG.info("Purged %d row(s) from %s older than %d day(s)", count, table, age_in_days)
@@ -58,7 +59,12 @@ def _old_notifications(
 def _delete_notifications(session: orm.Session, uuids: list[str]) -> int:
     if not uuids:
         return 0
-    for model in (models.RecoveryTask, models.NotificationClaim, models.InstanceLock):
+    for model in (
+        models.RecoveryTask,
+        models.NotificationClaim,
+        models.InstanceLock,
+        models.EvacuationPlan,
+    ):
         session.execute(sa.delete(model).where(model.notification_uuid.in_(uuids)))
     result = session.execute(
         sa.delete(models.Notification).where(models.Notification.notification_uuid.in_(uuids))
@@ -92,6 +98,14 @@ def _delete_soft_deleted(
     if not ids:
         return 0
     return affected_rows(session.execute(sa.delete(model).where(model.id.in_(ids))))
+
+
+def _delete_orphan_guards(session: orm.Session) -> None:
+    """Per-host guard rows of hosts whose rows are gone (not counted: not a reference table)."""
+    g = models.HostGuard
+    session.execute(
+        sa.delete(g).where(~sa.exists().where(models.Host.uuid == g.host_uuid))
+    )
 
 
 def _delete_segments(session: orm.Session, cutoff: datetime.datetime, max_rows: int | None) -> int:

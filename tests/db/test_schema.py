@@ -26,6 +26,8 @@ PROJECT_TABLES = (
     "masakari_recovery_tasks",
     "masakari_notification_claims",
     "masakari_instance_locks",
+    "masakari_host_guards",
+    "masakari_evacuation_plans",
 )
 
 
