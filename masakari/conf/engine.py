@@ -133,13 +133,41 @@ configured, wakes the engine earlier.
     ),
     cfg.IntOpt(
         "engine_claim_timeout",
-        default=60,
-        min=5,
+        default=20,
+        min=3,
         help=paragraphs(
             """
-(masakari rewrite only) Seconds after which a notification claimed by an
-engine that stopped renewing its claim (crashed or cut off) may be taken over
-by another engine.
+(masakari rewrite only) Lifetime, in seconds, of an engine's claim on a
+notification. An engine that stopped renewing its claim (crashed, frozen or
+cut off from the database) loses it this long after its last renewal, and
+another engine takes the notification over within a few seconds more. Shorter
+means a faster takeover; longer tolerates longer database outages and pauses
+before a recovery is abandoned and redone elsewhere.
+"""
+        ),
+    ),
+    cfg.FloatOpt(
+        "engine_claim_renew_interval",
+        default=5.0,
+        min=0.1,
+        help=paragraphs(
+            """
+(masakari rewrite only) Seconds between two renewals of an engine's claims.
+Must be shorter than engine_claim_timeout less engine_claim_margin, so that a
+failed renewal can be tried again before the engine must stop acting.
+"""
+        ),
+    ),
+    cfg.FloatOpt(
+        "engine_claim_margin",
+        default=5.0,
+        min=0.1,
+        help=paragraphs(
+            """
+(masakari rewrite only) Seconds before its claim expires at which an engine
+that could not renew it stops acting on the notification (no more Nova
+calls, no more writes). It covers clock differences between engine hosts and
+the time a request takes to reach Nova.
 """
         ),
     ),

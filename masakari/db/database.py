@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
-from typing import Any, cast
+import random
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar, cast
 
 import sqlalchemy as sa
 from oslo_config import cfg
@@ -21,6 +23,13 @@ DUPLICATE_ERRORS = (sa.exc.IntegrityError, db_exc.DBDuplicateEntry)
 # SQLite is the embedded default, shared by one API and one engine process: WAL lets readers
 # run beside the writer, and the busy timeout makes a writer wait instead of failing.
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+# How long a transaction that keeps losing lock races is replayed, and the pauses between.
+WRITE_RETRY_SECONDS = 15.0
+WRITE_BACKOFF = 0.01
+WRITE_BACKOFF_MAX = 0.25
+
+T = TypeVar("T")
 
 
 class Database:
@@ -72,6 +81,41 @@ class Database:
 
     def dispose(self) -> None:
         self.engine.dispose()
+
+
+def lost_lock_race(exc: BaseException) -> bool:
+    """A deadlock (MySQL, PostgreSQL, a Galera certification failure) or SQLite's busy answer."""
+    if isinstance(exc, db_exc.DBDeadlock):
+        return True
+    text = str(exc)
+    return "database is locked" in text or "database table is locked" in text
+
+
+def transaction(
+    db: Database,
+    fn: Callable[[orm.Session], T],
+    before_each: Callable[[], None] | None = None,
+) -> T:
+    """Run ``fn`` in one writer transaction; run it again when it lost a lock race.
+
+    Only for transactions that read, then write under conditions: a deadlock victim (or, on
+    SQLite, a transaction whose snapshot went stale before its first write) is safe to
+    replay, because the replay decides again on what is committed then. ``before_each`` runs
+    before every try and may raise to stop the replays (an engine whose claim ran out).
+    """
+    deadline = time.monotonic() + WRITE_RETRY_SECONDS
+    pause = WRITE_BACKOFF
+    while True:
+        if before_each is not None:
+            before_each()
+        try:
+            with db.writer() as session:
+                return fn(session)
+        except DB_ERRORS as exc:
+            if not lost_lock_race(exc) or time.monotonic() > deadline:
+                raise
+        time.sleep(pause * (1 + random.random()))
+        pause = min(pause * 2, WRITE_BACKOFF_MAX)
 
 
 def flush_unique(session: orm.Session, error: Exception) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -11,7 +12,7 @@ from sqlalchemy import orm
 
 from masakari import exception
 from masakari.db import models
-from masakari.db.database import flush_unique
+from masakari.db.database import affected_rows, flush_unique
 from masakari.db.models import Host
 from masakari.db.paging import paginate
 
@@ -87,3 +88,92 @@ def reload(session: orm.Session, row: Host) -> Host:
 
 def soft_delete(session: orm.Session, row: Host) -> None:
     session.execute(models.soft_delete(Host, Host.id == row.id))
+
+
+# --- the engine's ------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class RecoveryHost:
+    """What a recovery reads of its source host and segment, detached from any session."""
+
+    uuid: str
+    name: str
+    reserved: bool
+    on_maintenance: bool
+    failover_segment_id: str
+    segment_enabled: bool
+    recovery_method: str
+
+
+def get_for_recovery(session: orm.Session, host_uuid: str) -> RecoveryHost | None:
+    host = session.scalar(sa.select(Host).where(Host.uuid == host_uuid, Host.deleted == 0))
+    if host is None:
+        return None
+    segment = session.scalar(
+        sa.select(models.Segment).where(
+            models.Segment.uuid == host.failover_segment_id, models.Segment.deleted == 0
+        )
+    )
+    return RecoveryHost(
+        uuid=host.uuid,
+        name=host.name,
+        reserved=bool(host.reserved),
+        on_maintenance=bool(host.on_maintenance),
+        failover_segment_id=host.failover_segment_id,
+        segment_enabled=bool(segment.enabled) if segment is not None else False,
+        recovery_method=segment.recovery_method if segment is not None else "auto",
+    )
+
+
+def put_on_maintenance(session: orm.Session, host_uuid: str, unreserve: bool) -> None:
+    """A failed host goes on maintenance; a failed reserved host is no longer a spare."""
+    values: dict[str, Any] = {"on_maintenance": True}
+    if unreserve:
+        values["reserved"] = False
+    session.execute(
+        sa.update(Host)
+        .where(Host.uuid == host_uuid, Host.deleted == 0)
+        .values(**values)
+        .execution_options(synchronize_session=False)
+    )
+
+
+def reserved_host_names(session: orm.Session, segment_uuid: str) -> list[str]:
+    """Usable spares of a segment, newest first, as the reference's default host order."""
+    rows = session.execute(
+        sa.select(Host.name)
+        .where(
+            Host.failover_segment_id == segment_uuid,
+            Host.reserved.is_(True),
+            Host.on_maintenance.is_(False),
+            Host.deleted == 0,
+        )
+        .order_by(Host.created_at.desc(), Host.id.desc())
+    ).all()
+    return [r.name for r in rows]
+
+
+def take_reserved_host(session: orm.Session, name: str) -> bool:
+    """Atomically take a spare: the cross-engine form of the reference's per-host lock."""
+    result = session.execute(
+        sa.update(Host)
+        .where(
+            Host.name == name,
+            Host.reserved.is_(True),
+            Host.on_maintenance.is_(False),
+            Host.deleted == 0,
+        )
+        .values(reserved=False)
+        .execution_options(synchronize_session=False)
+    )
+    return affected_rows(result) == 1
+
+
+def give_back_reserved_host(session: orm.Session, name: str) -> None:
+    session.execute(
+        sa.update(Host)
+        .where(Host.name == name, Host.deleted == 0)
+        .values(reserved=True)
+        .execution_options(synchronize_session=False)
+    )

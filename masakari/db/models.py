@@ -177,9 +177,7 @@ class NotificationClaim(_Timestamps, Base):
     attempt: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
     expires_at: Mapped[datetime.datetime] = mapped_column(DateTime, nullable=False)
     # Bumped by every fenced write (migration e7a2c9d41f03): see masakari/db/claims.py.
-    fence: Mapped[int] = mapped_column(
-        sa.BigInteger, nullable=False, default=0, server_default="0"
-    )
+    fence: Mapped[int] = mapped_column(sa.BigInteger, nullable=False, default=0, server_default="0")
 
 
 class InstanceLock(_Timestamps, Base):

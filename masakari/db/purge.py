@@ -103,9 +103,7 @@ def _delete_soft_deleted(
 def _delete_orphan_guards(session: orm.Session) -> None:
     """Per-host guard rows of hosts whose rows are gone (not counted: not a reference table)."""
     g = models.HostGuard
-    session.execute(
-        sa.delete(g).where(~sa.exists().where(models.Host.uuid == g.host_uuid))
-    )
+    session.execute(sa.delete(g).where(~sa.exists().where(models.Host.uuid == g.host_uuid)))
 
 
 def _delete_segments(session: orm.Session, cutoff: datetime.datetime, max_rows: int | None) -> int:

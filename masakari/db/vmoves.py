@@ -1,7 +1,9 @@
-"""Queries on vmoves (read-only here: the engine writes them)."""
+"""Queries on vmoves: the API's reads, the engine's writes, and evacuation plans."""
 
 from __future__ import annotations
 
+import dataclasses
+import uuid as uuidlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -9,8 +11,9 @@ import sqlalchemy as sa
 from sqlalchemy import orm
 
 from masakari import exception
-from masakari.db.models import VMove
+from masakari.db.models import EvacuationPlan, VMove
 from masakari.db.paging import paginate
+from masakari.db.statuses import VMOVE_EVACUATION, VMOVE_PENDING
 
 
 def list_(
@@ -37,3 +40,104 @@ def get(session: orm.Session, vmove_uuid: str) -> VMove:
     if row is None:
         raise exception.VMoveNotFound(id=vmove_uuid)
     return row
+
+
+# --- the engine's ------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class VMoveData:
+    id: int
+    uuid: str
+    instance_uuid: str
+    instance_name: str
+    source_host: str | None
+    dest_host: str | None
+    status: str | None
+    message: str | None
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """An instance as a recovery first found it, and whether to stop it once evacuated."""
+
+    vm_state: str | None
+    stop_after: bool
+
+
+def _data(row: VMove) -> VMoveData:
+    return VMoveData(
+        id=row.id,
+        uuid=row.uuid,
+        instance_uuid=row.instance_uuid,
+        instance_name=row.instance_name,
+        source_host=row.source_host,
+        dest_host=row.dest_host,
+        status=row.status,
+        message=row.message,
+    )
+
+
+def create(
+    session: orm.Session,
+    notification_uuid: str,
+    instance_uuid: str,
+    instance_name: str,
+    source_host: str,
+) -> VMoveData:
+    row = VMove(
+        uuid=str(uuidlib.uuid4()),
+        notification_uuid=notification_uuid,
+        instance_uuid=instance_uuid,
+        instance_name=instance_name,
+        source_host=source_host,
+        type=VMOVE_EVACUATION,
+        status=VMOVE_PENDING,
+    )
+    session.add(row)
+    session.flush()
+    return _data(row)
+
+
+def update(session: orm.Session, vmove_id: int, values: Mapping[str, Any]) -> None:
+    session.execute(
+        sa.update(VMove)
+        .where(VMove.id == vmove_id)
+        .values(**values)
+        .execution_options(synchronize_session=False)
+    )
+
+
+def of_notification(
+    session: orm.Session,
+    notification_uuid: str,
+    statuses: Sequence[str] | None = None,
+    ids: Sequence[int] | None = None,
+) -> list[VMoveData]:
+    """Vmoves of a notification, newest first (the reference's default order)."""
+    stmt = sa.select(VMove).where(VMove.notification_uuid == notification_uuid, VMove.deleted == 0)
+    if statuses is not None:
+        stmt = stmt.where(VMove.status.in_(list(statuses)))
+    if ids is not None:
+        stmt = stmt.where(VMove.id.in_(list(ids)))
+    stmt = stmt.order_by(VMove.created_at.desc(), VMove.id.desc())
+    return [_data(row) for row in session.scalars(stmt)]
+
+
+def get_plan(session: orm.Session, notification_uuid: str, instance_uuid: str) -> Plan | None:
+    row = session.get(EvacuationPlan, (notification_uuid, instance_uuid))
+    return None if row is None else Plan(row.vm_state, bool(row.stop_after))
+
+
+def put_plan(session: orm.Session, notification_uuid: str, instance_uuid: str, plan: Plan) -> None:
+    """Record the plan once: the first reading of the instance is the one to restore."""
+    if session.get(EvacuationPlan, (notification_uuid, instance_uuid)) is None:
+        session.add(
+            EvacuationPlan(
+                notification_uuid=notification_uuid,
+                instance_uuid=instance_uuid,
+                vm_state=plan.vm_state,
+                stop_after=plan.stop_after,
+            )
+        )
+        session.flush()

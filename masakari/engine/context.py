@@ -1,4 +1,4 @@
-"""What a recovery run is given: conf, Nova, the database, a clock, and a way to stop it."""
+"""What a recovery run is given: conf, Nova reads, its effects, a clock, and a way to stop it."""
 
 from __future__ import annotations
 
@@ -7,12 +7,18 @@ import datetime
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from oslo_config import cfg
 
 from masakari import exception
-from masakari.db.database import Database
+from masakari.engine.errors import Cancelled, PollTimeout
+from masakari.engine.lease import Lease
+
+if TYPE_CHECKING:
+    from masakari.engine.effects import Effects
+
+__all__ = ["Cancelled", "Clock", "Nova", "NovaReads", "PollTimeout", "RunContext"]
 
 T = TypeVar("T")
 
@@ -20,31 +26,28 @@ Server = dict[str, Any]
 Service = dict[str, Any]
 
 
-class Nova(Protocol):
-    """The part of ``masakari.compute.nova.NovaClient`` the engine uses."""
+class NovaReads(Protocol):
+    """What recovery code may ask Nova directly: reads. Changes go through ``Effects``."""
 
     def find_compute_services(self, host: str) -> list[Service]: ...
+    def list_servers_on_host(self, host: str) -> list[Server]: ...
+    def get_server(self, server_id: str) -> Server: ...
+    def list_aggregates(self) -> list[dict[str, Any]]: ...
+
+
+class Nova(NovaReads, Protocol):
+    """The part of ``masakari.compute.nova.NovaClient`` the engine uses."""
+
     def disable_service(self, service_id: str, reason: str | None = None) -> Any: ...
     def enable_service(self, service_id: str) -> Any: ...
     def force_down_service(self, service_id: str, forced_down: bool = True) -> Any: ...
-    def list_servers_on_host(self, host: str) -> list[Server]: ...
-    def get_server(self, server_id: str) -> Server: ...
     def lock_server(self, server_id: str) -> Any: ...
     def unlock_server(self, server_id: str) -> Any: ...
     def reset_state(self, server_id: str, state: str) -> Any: ...
     def stop_server(self, server_id: str) -> Any: ...
     def start_server(self, server_id: str) -> Any: ...
     def evacuate(self, server_id: str, host: str | None = None) -> Any: ...
-    def list_aggregates(self) -> list[dict[str, Any]]: ...
     def add_host_to_aggregate(self, aggregate_id: Any, host: str) -> Any: ...
-
-
-class Cancelled(Exception):
-    """The run must stop now: the engine is stopping or lost its claim. Nothing is reverted."""
-
-
-class PollTimeout(Exception):
-    """A confirmation poll ran out of time."""
 
 
 class Clock:
@@ -63,33 +66,39 @@ class Clock:
 
 
 @dataclasses.dataclass
-class Fence:
-    """Our claim on a notification: writes that must not outlive it check it."""
-
-    owner: str
-    token: int
-
-
-@dataclasses.dataclass
 class RunContext:
-    """One run of one notification: everything a flow and its tasks may touch."""
+    """One run of one notification: everything a flow and its tasks may touch.
+
+    ``nova`` answers reads; every change, in Nova or in the database, goes through
+    ``effects``, which takes it only while ``lease`` runs.
+    """
 
     conf: cfg.ConfigOpts
-    nova: Nova
-    db: Database
+    nova: NovaReads
+    effects: Effects
     clock: Clock
-    notification_uuid: str
-    fence: Fence | None = None
+    lease: Lease
     cancel: threading.Event = dataclasses.field(default_factory=threading.Event)
+
+    @property
+    def notification_uuid(self) -> str:
+        return self.effects.notification_uuid
 
     def check(self) -> None:
         if self.cancel.is_set():
             raise Cancelled()
+        self.lease.check()
 
     def sleep(self, seconds: float) -> None:
+        """Sleep; a lease that runs out meanwhile ends the sleep (and the run) at its end."""
         self.check()
-        if seconds > 0:
-            self.clock.sleep(seconds, self.cancel)
+        while seconds > 0:
+            step = min(seconds, self.lease.remaining())
+            if step <= 0:
+                self.lease.check()
+            self.clock.sleep(step, self.cancel)
+            seconds -= step
+            self.check()
 
     def poll(self, probe: Callable[[], T | None], interval: float, timeout: float) -> T:
         """Call ``probe`` now and every ``interval`` s until it answers something truthy.

@@ -10,11 +10,7 @@ from __future__ import annotations
 
 import logging
 
-from sqlalchemy import orm
-
-from masakari.db import progress as progress_db
-from masakari.db import work
-from masakari.engine.context import Cancelled, RunContext
+from masakari.engine.context import RunContext
 
 LOG = logging.getLogger(__name__)
 
@@ -38,45 +34,18 @@ class FlowProgress:
 
     def start(self) -> None:
         """Take the next attempt number; rows come later, when tasks report."""
-
-        def take(session: orm.Session) -> int:
-            self._fence(session)
-            return progress_db.next_attempt(session, self.run.notification_uuid)
-
-        self.attempt = work.transaction(self.run.db, take)
+        self.attempt = self.run.effects.next_attempt()
 
     def task(self, position: int, name: str) -> TaskProgress:
         return TaskProgress(self, position, name)
 
-    def _fence(self, session: orm.Session) -> None:
-        fence = self.run.fence
-        if fence is None:
-            return
-        if not work.owns(session, self.run.notification_uuid, fence.owner, fence.token):
-            # Another engine owns the notification now, or it expired: stop writing.
-            self.run.cancel.set()
-            raise Cancelled()
-
     def write(self, task: TaskProgress, detail: dict[str, str] | None) -> None:
         if self.attempt is None:
             self.start()
-        attempt = self.attempt
-        assert attempt is not None
-
-        def record(session: orm.Session) -> None:
-            self._fence(session)
-            progress_db.record(
-                session,
-                self.run.notification_uuid,
-                attempt,
-                task.position,
-                task.name,
-                task.state,
-                task.progress,
-                detail,
-            )
-
-        work.transaction(self.run.db, record)
+        assert self.attempt is not None
+        self.run.effects.record_task(
+            self.attempt, task.position, task.name, task.state, task.progress, detail
+        )
 
 
 class TaskProgress:

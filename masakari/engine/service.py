@@ -23,10 +23,16 @@ from typing import Any
 
 from oslo_config import cfg
 
-from masakari.db import database, work
-from masakari.db.database import Database
-from masakari.engine import recovery, tasks
-from masakari.engine.context import Cancelled, Clock, Fence, Nova, RunContext
+from masakari import exception
+from masakari.db import claims, database, queue, statuses
+from masakari.db.database import Database, transaction
+from masakari.db.queue import Candidate
+from masakari.engine import tasks
+from masakari.engine.context import Cancelled, Clock, Nova, RunContext
+from masakari.engine.effects import Effects
+from masakari.engine.lease import Lease, LeaseLost
+from masakari.engine.recovery import dispatch
+from masakari.engine.recovery.flow import FlowTasks
 
 LOG = logging.getLogger(__name__)
 
@@ -46,11 +52,31 @@ STOP_GRACE = 5.0
 @dataclasses.dataclass
 class _Work:
     notification_uuid: str
-    token: int
+    lease: Lease
     retry: bool
     cancel: threading.Event
     future: concurrent.futures.Future[None] | None = None
     finishing: bool = False
+
+    @property
+    def token(self) -> int:
+        return self.lease.token
+
+
+def lease_timing(conf: cfg.ConfigOpts) -> tuple[float, float]:
+    """(renewal interval, lease term): the term is the claim's lifetime less the margin.
+
+    Refused unless a renewal can fail once and be tried again before the term ends.
+    """
+    term = conf.engine_claim_timeout - conf.engine_claim_margin
+    interval = conf.engine_claim_renew_interval
+    if term <= interval:
+        raise exception.InvalidConfiguration(
+            message="engine_claim_renew_interval must be shorter than engine_claim_timeout "
+            f"less engine_claim_margin ({conf.engine_claim_timeout} - "
+            f"{conf.engine_claim_margin} = {term:g} s)"
+        )
+    return interval, term
 
 
 class EngineService:
@@ -67,7 +93,7 @@ class EngineService:
         workers: int = DEFAULT_WORKERS,
         retry_workers: int = DEFAULT_RETRY_WORKERS,
         sweep_interval: float = SWEEP_INTERVAL,
-        flows: tasks.FlowTasks | None = None,
+        flows: FlowTasks | None = None,
     ) -> None:
         self.conf = conf
         self.db = db
@@ -77,6 +103,7 @@ class EngineService:
         # takes them over once they expire like any other engine would.
         self.owner = owner or f"{conf.host}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.flows = flows or tasks.load_flows(conf)
+        self.renew_interval, self.lease_term = lease_timing(conf)
         self.workers = workers
         self.retry_workers = retry_workers
         self.sweep_interval = sweep_interval
@@ -153,7 +180,7 @@ class EngineService:
     def _start_marks(self) -> None:
         """Polls start at the newest row; the first sweep, at once, looks at older ones."""
         with self.db.reader() as session:
-            self._hwm = work.max_id(session)
+            self._hwm = queue.max_id(session)
         self._lwm = 0
 
     def _guard(self, step: Callable[[], Any]) -> None:
@@ -180,9 +207,9 @@ class EngineService:
         when other engines take the work.
         """
         with self.db.reader() as session:
-            rows = work.after(session, self._hwm, BATCH)
+            rows = queue.after(session, self._hwm, BATCH)
         for row in rows:
-            if row.status == work.NEW:
+            if row.status == statuses.NEW:
                 if self._stopping.is_set() or self._free(retry=False) <= 0:
                     return  # the rest stays above the mark for the next poll
                 if not row.host_busy:
@@ -192,14 +219,14 @@ class EngineService:
     def sweep(self) -> None:
         """What polls left behind (busy hosts, late commits) and claims that expired."""
         with self.db.reader() as session:
-            rows = work.new_after(session, self._lwm, BATCH)
+            rows = queue.new_after(session, self._lwm, BATCH)
             watermark = self._hwm
         lowest_waiting: int | None = None
         for row in rows:
             if self._stopping.is_set() or self._free(retry=False) <= 0:
                 lowest_waiting = row.id if lowest_waiting is None else lowest_waiting
                 break
-            if row.host_busy or self._claim_and_start(row, retry=False) == work.ClaimResult.BUSY:
+            if row.host_busy or self._claim_and_start(row, retry=False) == claims.ClaimResult.BUSY:
                 lowest_waiting = row.id if lowest_waiting is None else lowest_waiting
         if lowest_waiting is not None:
             self._lwm = max(self._lwm, lowest_waiting - 1)
@@ -209,13 +236,16 @@ class EngineService:
             self._lwm = max(self._lwm, rows[-1].id)
         self._take_over_expired()
 
-    def _claim_and_start(self, row: work.Candidate, retry: bool) -> str:
+    def _claim_and_start(self, row: Candidate, retry: bool) -> str:
         token = next(self._tokens)
-        generated_before = self._retry_new_before() if retry and row.status == work.NEW else None
+        generated_before = (
+            self._retry_new_before() if retry and row.status == statuses.NEW else None
+        )
+        started = self.clock.monotonic()
         try:
-            result = work.transaction(
+            result = transaction(
                 self.db,
-                lambda session: work.claim(
+                lambda session: claims.claim(
                     session,
                     row.notification_uuid,
                     self.owner,
@@ -226,14 +256,16 @@ class EngineService:
                 ),
             )
         except database.DUPLICATE_ERRORS:
-            return work.ClaimResult.GONE
-        if result == work.ClaimResult.CLAIMED:
+            return claims.ClaimResult.GONE
+        if result == claims.ClaimResult.CLAIMED:
             LOG.info("Claimed notification %s (%s)", row.notification_uuid, row.status)
-            self._start(row.notification_uuid, token, retry)
+            self._start(row.notification_uuid, token, started, retry)
         return result
 
-    def _start(self, notification_uuid: str, token: int, retry: bool) -> None:
-        item = _Work(notification_uuid, token, retry, threading.Event())
+    def _start(self, notification_uuid: str, token: int, started: float, retry: bool) -> None:
+        """Run a claim we just took; its lease counts from before the claim was sent."""
+        lease = Lease(self.owner, token, self.clock, self.lease_term, started)
+        item = _Work(notification_uuid, lease, retry, threading.Event())
         with self._lock:
             self._active[notification_uuid] = item
         try:
@@ -247,33 +279,41 @@ class EngineService:
 
     def process(self, item: _Work) -> str | None:
         """Recover a notification we hold a claim on; write the outcome. Returns the status."""
-        notification_uuid, token = item.notification_uuid, item.token
+        notification_uuid = item.notification_uuid
+        with self.db.reader() as session:
+            notification = queue.get_notification(session, notification_uuid)
+        if notification is None or notification.status != statuses.RUNNING:
+            self._release({notification_uuid: item.token})
+            return None
+        effects = Effects(self.db, self.nova, self.clock, item.lease, notification_uuid)
         run = RunContext(
             conf=self.conf,
             nova=self.nova,
-            db=self.db,
+            effects=effects,
             clock=self.clock,
-            notification_uuid=notification_uuid,
-            fence=Fence(self.owner, token),
+            lease=item.lease,
             cancel=item.cancel,
         )
-        with self.db.reader() as session:
-            notification = work.get_notification(session, notification_uuid)
-        if notification is None:
-            return None
         try:
-            outcome = recovery.recover(run, self.flows, notification)
+            outcome = dispatch.recover(run, self.flows, notification)
+        except LeaseLost:
+            LOG.warning(
+                "Notification %s: claim not renewed in time or taken over; this engine stops "
+                "acting on it",
+                notification_uuid,
+            )
+            return None
         except Cancelled:
             LOG.warning("Recovery of notification %s stopped before its end", notification_uuid)
-            self._release({notification_uuid: token})
+            self._release({notification_uuid: item.token})
             return None
         except Exception:
             LOG.exception("Recovery of notification %s failed", notification_uuid)
-            outcome = recovery.Outcome(work.ERROR)
+            outcome = dispatch.Outcome(statuses.ERROR)
         status = outcome.status
-        if item.retry and status == work.ERROR:
+        if item.retry and status == statuses.ERROR:
             # The retry loop gives a notification one more chance, then gives up on it.
-            status = work.FAILED
+            status = statuses.FAILED
             LOG.error(
                 "Periodic task 'process_unfinished_notifications': Notification %s exits "
                 "with status: %s.",
@@ -282,13 +322,7 @@ class EngineService:
             )
         # From here the claim ends with the status write: no renewal must see it half-way.
         item.finishing = True
-        written = work.transaction(
-            self.db,
-            lambda session: work.finish(
-                session, notification_uuid, self.owner, token, status, outcome.message
-            ),
-        )
-        if not written:
+        if not effects.finish(status, outcome.message):
             LOG.warning(
                 "Notification %s was taken from this engine; its outcome %s is dropped",
                 notification_uuid,
@@ -312,35 +346,41 @@ class EngineService:
     # --- claims ----------------------------------------------------------------------------
 
     def _heartbeat(self) -> None:
-        interval = max(1.0, self.conf.engine_claim_timeout / 3.0)
-        while not self._stopping.wait(interval):
+        while not self._stopping.wait(self.renew_interval):
             self._guard(self.renew_claims)
 
     def renew_claims(self) -> None:
+        """Push our claims' expiry back; a claim found lost stops its recovery at once.
+
+        The lease of a renewed claim counts from when the renewal was sent, not answered: a
+        slow database shortens the lease, never lengthens it.
+        """
         with self._lock:
-            tokens = {
-                w.notification_uuid: w.token for w in self._active.values() if not w.finishing
-            }
-        if not tokens:
+            items = [w for w in self._active.values() if not w.finishing]
+        if not items:
             return
+        tokens = {w.notification_uuid: w.token for w in items}
+        sent_at = self.clock.monotonic()
+        now = self.clock.now()
         expires_at = self._expiry()
-        mine = work.transaction(
-            self.db, lambda session: work.renew(session, self.owner, tokens, expires_at)
+        mine = transaction(
+            self.db, lambda session: claims.renew(session, self.owner, tokens, now, expires_at)
         )
-        for notification_uuid in set(tokens) - mine:
+        for item in items:
+            if item.notification_uuid in mine:
+                item.lease.renewed(sent_at)
+                continue
             LOG.warning(
                 "Notification %s is no longer ours (taken over or expired): stopping it",
-                notification_uuid,
+                item.notification_uuid,
             )
-            with self._lock:
-                item = self._active.get(notification_uuid)
-            if item is not None:
-                item.cancel.set()
+            item.lease.lose()
+            item.cancel.set()
 
     def _release(self, tokens: dict[str, int]) -> None:
         try:
             now = self.clock.now()
-            work.transaction(self.db, lambda s: work.release(s, self.owner, tokens, now))
+            transaction(self.db, lambda s: claims.release(s, self.owner, tokens, now))
         except database.DB_ERRORS as exc:
             LOG.warning("Could not release claims %s: %s", sorted(tokens), exc)
 
@@ -353,11 +393,12 @@ class EngineService:
                     continue
             token = next(self._tokens)
             now = self.clock.now()
+            started = self.clock.monotonic()
             try:
-                taken = work.transaction(
+                taken = transaction(
                     self.db,
                     functools.partial(
-                        work.take_over,
+                        claims.take_over,
                         notification_uuid=notification_uuid,
                         owner=self.owner,
                         token=token,
@@ -372,16 +413,16 @@ class EngineService:
                     "Took over notification %s: its engine stopped renewing its claim",
                     notification_uuid,
                 )
-                self._start(notification_uuid, token, retry=False)
+                self._start(notification_uuid, token, started, retry=False)
 
     def _take_over_expired(self) -> None:
         with self.db.reader() as session:
-            expired = work.takeover_candidates(session, self.clock.now(), BATCH)
+            expired = queue.takeover_candidates(session, self.clock.now(), BATCH)
         self._take_over(expired)
 
     def _take_over_orphans(self) -> None:
         with self.db.reader() as session:
-            orphans = work.orphan_candidates(session, BATCH)
+            orphans = queue.orphan_candidates(session, BATCH)
         self._take_over(orphans)
 
     # --- periodic tasks --------------------------------------------------------------------
@@ -401,7 +442,7 @@ class EngineService:
         if free <= 0:
             return
         with self.db.reader() as session:
-            rows = work.retry_candidates(session, self._retry_new_before(), BATCH)
+            rows = queue.retry_candidates(session, self._retry_new_before(), BATCH)
         for row in rows:
             if self._stopping.is_set() or self._free(retry=True) <= 0:
                 return
@@ -414,7 +455,7 @@ class EngineService:
             seconds=self.conf.notifications_expired_interval
         )
         while not self._stopping.is_set():
-            expired = work.transaction(self.db, lambda session: work.expire(session, before, BATCH))
+            expired = transaction(self.db, lambda session: claims.expire(session, before, BATCH))
             for notification_uuid in expired:
                 LOG.error(
                     "Periodic task 'check_expired_notifications': Notification %s is expired.",

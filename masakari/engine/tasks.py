@@ -8,7 +8,6 @@ object found there is a task (see docs/engine.md): a callable taking a
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -17,7 +16,7 @@ from oslo_config import cfg
 
 from masakari import exception
 from masakari.engine.recovery import evacuate, host, instance, process
-from masakari.engine.recovery.flow import Task, TaskContext, task, task_name
+from masakari.engine.recovery.flow import FlowTasks, Stages, Task, TaskContext, task, task_name
 
 LOG = logging.getLogger(__name__)
 
@@ -55,16 +54,6 @@ BUILTIN: dict[str, Task] = {
 }
 
 
-@dataclasses.dataclass(frozen=True)
-class FlowTasks:
-    """The configured task lists, resolved: {'pre': [...], 'main': [...], 'post': [...]}."""
-
-    host_auto: dict[str, list[Task]]
-    host_rh: dict[str, list[Task]]
-    instance: dict[str, list[Task]]
-    process: dict[str, list[Task]]
-
-
 def _entry_point(name: str) -> Any:
     from stevedore import driver  # imported on demand: start-up cost only when used
 
@@ -93,7 +82,7 @@ def resolve(name: str, loader: Callable[[str], Any] = _entry_point) -> Task:
 
 def _resolve_lists(
     option: str, lists: dict[str, list[str]], loader: Callable[[str], Any]
-) -> dict[str, list[Task]]:
+) -> Stages:
     unknown = set(lists) - set(STAGES)
     if unknown:
         raise exception.InvalidConfiguration(

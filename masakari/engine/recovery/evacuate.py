@@ -10,15 +10,14 @@ instance whose evacuation could not even start counts as failed instead of being
 from __future__ import annotations
 
 import concurrent.futures
-import functools
 import logging
 from collections.abc import Sequence
-from typing import Any
 
 from masakari import exception
-from masakari.db import work
+from masakari.db.statuses import VMOVE_FAILED, VMOVE_ONGOING, VMOVE_PENDING, VMOVE_SUCCEEDED
 from masakari.engine.context import Cancelled, PollTimeout, RunContext, Server, nova_message
-from masakari.engine.recovery.flow import TaskContext, task
+from masakari.engine.effects import Plan, VMoveData
+from masakari.engine.recovery.flow import TaskContext, required, task
 
 LOG = logging.getLogger(__name__)
 
@@ -45,70 +44,101 @@ def compute_host(server: Server) -> str | None:
     return server.get(HOST) or server.get(HYPERVISOR)
 
 
-def _update_vmove(run: RunContext, vmove_id: int, **values: Any) -> None:
-    work.transaction(run.db, lambda session: work.update_vmove(session, vmove_id, **values))
+def _plan(server: Server) -> Plan:
+    """What to restore once the instance runs elsewhere, from how it was found.
+
+    Nova's reset-state changes vm_state only, so the power state read here is the one the
+    reference reads after its reset.
+    """
+    vm_state = server.get(VM_STATE)
+    task_state = server.get(TASK_STATE)
+    if vm_state not in ("active", "error", "stopped"):
+        stop_after = not (vm_state == "resized" and server.get(POWER_STATE) != SHUTDOWN)
+    elif vm_state == "stopped" and task_state is None:
+        stop_after = False  # evacuated as stopped: nothing to stop afterwards
+    elif task_state is not None:
+        stop_after = vm_state != "active"
+    else:
+        stop_after = True
+    return Plan(vm_state, stop_after)
 
 
-def evacuate_and_confirm(run: RunContext, vmove: work.VMoveData, reserved_host: str | None) -> None:
-    """Evacuate one instance and confirm it; the vmove row tells how it went."""
+def restore(run: RunContext, instance_uuid: str, plan: Plan, resumed: bool = False) -> None:
+    """Leave an evacuated instance as the plan says: stopped again, in error again.
+
+    ``resumed``: finishing what another attempt started, which may have restored it already.
+    """
+    if plan.vm_state == "active" or not plan.stop_after:
+        return
+    conf = run.conf
+    if resumed:
+        state = run.nova.get_server(instance_uuid).get(VM_STATE)
+        if state == "error" and plan.vm_state == "error":
+            return
+        must_stop = state != "stopped"
+    else:
+        must_stop = True
+    if must_stop:
+        run.effects.stop_server(instance_uuid)
+
+        def stopped() -> bool:
+            return run.nova.get_server(instance_uuid).get(VM_STATE) == "stopped"
+
+        try:
+            run.poll(stopped, conf.verify_interval, conf.wait_period_after_power_off)
+        except PollTimeout:
+            LOG.warning(
+                "Instance '%s' is successfully evacuated but timeout to stop.", instance_uuid
+            )
+            raise
+    if plan.vm_state == "error":
+        # An instance in error before the failure is left in error after it.
+        run.effects.reset_state(instance_uuid, "error")
+
+
+def evacuate_and_confirm(run: RunContext, vmove: VMoveData, reserved_host: str | None) -> None:
+    """Evacuate one instance and confirm it; the vmove row tells how it went.
+
+    The plan (the instance as first found) is recorded before the first change, so that an
+    engine taking the notification over restores the same state, not the one this attempt
+    left behind (a reset to error, for one).
+    """
     conf = run.conf
     nova = run.nova
+    effects = run.effects
     source = vmove.source_host
     locked_by_us = False
     try:
         server = nova.get_server(vmove.instance_uuid)
+        plan = effects.plan(vmove.instance_uuid) or effects.put_plan(
+            vmove.instance_uuid, _plan(server)
+        )
         # The reference reads the server a second time just for "locked"; one read says both.
-        already_locked = bool(server.get("locked"))
-        if not already_locked:
-            # Keep users away from the instance until its evacuation is confirmed. Recorded
-            # first, so that whoever finishes this notification unlocks it if we cannot.
-            work.transaction(
-                run.db,
-                functools.partial(
-                    work.record_lock,
-                    notification_uuid=run.notification_uuid,
-                    instance_uuid=vmove.instance_uuid,
-                ),
-            )
+        if not server.get("locked"):
+            # Keep users away from the instance until its evacuation is confirmed.
             locked_by_us = True
-            nova.lock_server(vmove.instance_uuid)
+            effects.lock_server(vmove.instance_uuid)
     except Cancelled:
         raise
     except Exception as exc:
         LOG.warning("Evacuation of %s could not start: %s", vmove.instance_uuid, exc)
-        _update_vmove(
-            run,
-            vmove.id,
-            status=work.VMOVE_FAILED,
-            message=nova_message(exc),
-            end_time=run.clock.now(),
+        effects.update_vmove(
+            vmove.id, status=VMOVE_FAILED, message=nova_message(exc), end_time=run.clock.now()
         )
         return
 
     cancelled = False
     try:
-        vm_state = server.get(VM_STATE)
-        task_state = server.get(TASK_STATE)
-        stop_after = True
-        if vm_state not in ("active", "error", "stopped"):
-            # Nova evacuates only active, stopped and error instances.
-            nova.reset_state(vmove.instance_uuid, "error")
+        if server.get(VM_STATE) not in ("active", "error", "stopped") or (
+            server.get(TASK_STATE) is not None
+        ):
+            # Nova evacuates only active, stopped and error instances without a task.
+            effects.reset_state(vmove.instance_uuid, "error")
             server = nova.get_server(vmove.instance_uuid)
-            if vm_state == "resized" and server.get(POWER_STATE) != SHUTDOWN:
-                stop_after = False
-        elif vm_state == "stopped" and task_state is None:
-            # Evacuated as stopped: nothing to stop afterwards.
-            stop_after = False
-        elif task_state is not None:
-            # Nova refuses to evacuate an instance with a task in progress.
-            nova.reset_state(vmove.instance_uuid, "error")
-            server = nova.get_server(vmove.instance_uuid)
-            if vm_state == "active":
-                stop_after = False
         expected = server.get(VM_STATE)
 
-        _update_vmove(run, vmove.id, status=work.VMOVE_ONGOING, start_time=run.clock.now())
-        nova.evacuate(vmove.instance_uuid, host=reserved_host)
+        effects.update_vmove(vmove.id, status=VMOVE_ONGOING, start_time=run.clock.now())
+        effects.evacuate(vmove.instance_uuid, reserved_host)
 
         def evacuated() -> bool:
             current = nova.get_server(vmove.instance_uuid)
@@ -120,58 +150,38 @@ def evacuate_and_confirm(run: RunContext, vmove: work.VMoveData, reserved_host: 
             return False
 
         run.poll(evacuated, conf.verify_interval, conf.wait_period_after_evacuation)
-
-        if vm_state != "active" and stop_after:
-            nova.stop_server(vmove.instance_uuid)
-
-            def stopped() -> bool:
-                return nova.get_server(vmove.instance_uuid).get(VM_STATE) == "stopped"
-
-            try:
-                run.poll(stopped, conf.verify_interval, conf.wait_period_after_power_off)
-            except PollTimeout:
-                LOG.warning(
-                    "Instance '%s' is successfully evacuated but timeout to stop.",
-                    vmove.instance_uuid,
-                )
-                raise
-            if vm_state == "error":
-                # An instance in error before the failure is left in error after it.
-                nova.reset_state(vmove.instance_uuid, "error")
-
+        restore(run, vmove.instance_uuid, plan)
         dest = _hypervisor(nova.get_server(vmove.instance_uuid))
-        _update_vmove(run, vmove.id, status=work.VMOVE_SUCCEEDED, dest_host=dest)
+        effects.update_vmove(vmove.id, status=VMOVE_SUCCEEDED, dest_host=dest)
     except Cancelled:
         # Left pending/ongoing on purpose: the next attempt settles it from Nova's state.
         cancelled = True
         raise
     except PollTimeout:
         LOG.warning("Timeout for instance '%s' evacuation.", vmove.instance_uuid)
-        _update_vmove(run, vmove.id, status=work.VMOVE_FAILED, message=TIMEOUT_MESSAGE)
+        effects.update_vmove(vmove.id, status=VMOVE_FAILED, message=TIMEOUT_MESSAGE)
     except Exception as exc:
         LOG.warning("Evacuation of %s failed: %s", vmove.instance_uuid, exc)
-        _update_vmove(run, vmove.id, status=work.VMOVE_FAILED, message=nova_message(exc))
+        effects.update_vmove(vmove.id, status=VMOVE_FAILED, message=nova_message(exc))
     finally:
         if not cancelled:
-            _update_vmove(run, vmove.id, end_time=run.clock.now())
+            effects.update_vmove(vmove.id, end_time=run.clock.now())
         if locked_by_us:
-            unlock(run, vmove.instance_uuid)
+            try:
+                unlock(run, vmove.instance_uuid)
+            except Cancelled:
+                pass  # still recorded: whoever finishes the notification unlocks it
 
 
 def unlock(run: RunContext, instance_uuid: str) -> None:
     """Unlock an instance this service locked; a failure leaves it recorded for the next try."""
     try:
-        run.nova.unlock_server(instance_uuid)
+        run.effects.unlock_server(instance_uuid)
     except exception.NovaError as exc:
-        if exc.status != 404:  # a deleted instance has nothing left to unlock
-            LOG.error(
-                "Unlocking instance %s failed, left for the next attempt: %s", instance_uuid, exc
-            )
-            return
-    work.transaction(run.db, functools.partial(work.forget_lock, instance_uuid=instance_uuid))
+        LOG.error("Unlocking instance %s failed, left for the next attempt: %s", instance_uuid, exc)
 
 
-def _order(vmoves: Sequence[work.VMoveData], ha_ids: set[str] | None) -> list[work.VMoveData]:
+def _order(vmoves: Sequence[VMoveData], ha_ids: set[str] | None) -> list[VMoveData]:
     """HA-enabled instances first; inside each group, the reference's order (newest row first).
 
     The reference starts with the non-HA instances (rewrite-pack § 3.4/§ 3.6), the opposite
@@ -195,7 +205,7 @@ def _add_to_aggregates(ctx: TaskContext, host_name: str, reserved_host: str) -> 
             0.2,
         )
         try:
-            ctx.nova.add_host_to_aggregate(aggregate["id"], reserved_host)
+            ctx.effects.add_host_to_aggregate(aggregate["id"], reserved_host)
         except exception.NovaError as exc:
             if exc.status != 409:
                 raise
@@ -211,7 +221,7 @@ def _add_to_aggregates(ctx: TaskContext, host_name: str, reserved_host: str) -> 
 def _enable_reserved_host(ctx: TaskContext, host_name: str, reserved_host: str) -> None:
     # Taking the spare in the database is the lock: one recovery per reserved host across
     # every engine (the reference locks per process).
-    if not work.transaction(ctx.db, lambda s: work.take_reserved_host(s, reserved_host)):
+    if not ctx.effects.take_reserved_host(reserved_host):
         raise exception.LockAlreadyAcquired(resource=reserved_host)
     try:
         ctx.update_details(f"Enabling reserved host: '{reserved_host}'", 0.1)
@@ -220,29 +230,29 @@ def _enable_reserved_host(ctx: TaskContext, host_name: str, reserved_host: str) 
         services = ctx.nova.find_compute_services(reserved_host)
         if not services:
             raise exception.ComputeNotFoundByName(compute_name=reserved_host)
-        ctx.nova.enable_service(services[0]["id"])
+        ctx.effects.enable_service(services[0]["id"])
+    except Cancelled:
+        raise  # whoever takes over decides; this engine may write nothing more
     except BaseException:
         # Not enabled: it is still a spare, as the reference leaves it.
-        work.transaction(ctx.db, lambda s: work.give_back_reserved_host(s, reserved_host))
+        ctx.effects.give_back_reserved_host(reserved_host)
         raise
 
 
-def _current_vmoves(ctx: TaskContext, notification_uuid: str) -> list[work.VMoveData]:
-    ids = ctx.store.get("vmove_ids")
-    with ctx.db.reader() as session:
-        if ids is None:
-            # No prepare task in this flow: take what is pending, as the reference does.
-            return work.vmoves(session, notification_uuid, statuses=[work.VMOVE_PENDING])
-        return work.vmoves(session, notification_uuid, ids=ids)
+def _current_vmoves(ctx: TaskContext) -> list[VMoveData]:
+    ids = ctx.store.vmove_ids
+    if ids is None:
+        # No prepare task in this flow: take what is pending, as the reference does.
+        return ctx.effects.vmoves(statuses=[VMOVE_PENDING])
+    return ctx.effects.vmoves(ids=ids)
 
 
 @task("EvacuateInstancesTask")
 def evacuate_instances(ctx: TaskContext) -> None:
     """Evacuate this attempt's instances, host_failure_recovery_threads at a time."""
-    host_name: str = ctx.store["host_name"]
-    notification_uuid: str = ctx.store["notification_uuid"]
-    reserved_host: str | None = ctx.store.get("reserved_host")
-    vmoves = _order(_current_vmoves(ctx, notification_uuid), ctx.store.get("ha_instance_ids"))
+    host_name = required(ctx.store.host_name, "host_name")
+    reserved_host = ctx.store.reserved_host
+    vmoves = _order(_current_vmoves(ctx), ctx.store.ha_instance_ids)
     ctx.update_details(
         "Start evacuation of instances from failed host '{host_name}', instance uuids are: "
         "'{instance_list}'".format(
@@ -269,9 +279,8 @@ def evacuate_instances(ctx: TaskContext) -> None:
                 LOG.exception("Evacuation worker failed")
     ctx.run.check()
 
-    with ctx.db.reader() as session:
-        final = work.vmoves(session, notification_uuid, ids=[v.id for v in vmoves])
-    succeeded = sorted(v.instance_uuid for v in final if v.status == work.VMOVE_SUCCEEDED)
+    final = ctx.effects.vmoves(ids=[v.id for v in vmoves])
+    succeeded = sorted(v.instance_uuid for v in final if v.status == VMOVE_SUCCEEDED)
     if succeeded:
         ctx.update_details(
             "Successfully evacuate instances '{instance_list}' from host '{host_name}'".format(
@@ -279,7 +288,7 @@ def evacuate_instances(ctx: TaskContext) -> None:
             ),
             0.7,
         )
-    failed = [v.instance_uuid for v in final if v.status != work.VMOVE_SUCCEEDED]
+    failed = [v.instance_uuid for v in final if v.status != VMOVE_SUCCEEDED]
     if failed:
         msg = "Failed to evacuate instances '{instance_list}' from host '{host_name}'".format(
             instance_list=",".join(failed),

@@ -5,6 +5,7 @@ ends by returning (SUCCESS) or raising. On a failure every task that ran is mark
 newest first, as taskflow's engine does; the exception then propagates. The reserved-host
 flow retries its main tasks once per reserved host, like the reference's
 ``ParameterizedForEach`` retry, reverting only those tasks between two hosts.
+:func:`run_flow` turns how a flow ended into the notification's status.
 """
 
 from __future__ import annotations
@@ -16,25 +17,53 @@ from typing import Any, Protocol, TypeVar
 
 from oslo_config import cfg
 
-from masakari.db.database import Database
+from masakari import exception
+from masakari.db import statuses
 from masakari.engine import progress as states
-from masakari.engine.context import Cancelled, Nova, RunContext
+from masakari.engine.context import Cancelled, NovaReads, RunContext
+from masakari.engine.effects import Effects
 from masakari.engine.progress import FlowProgress, TaskProgress
 
 LOG = logging.getLogger(__name__)
 
+T = TypeVar("T")
+
+
+@dataclasses.dataclass
+class Store:
+    """A flow's inputs, and what its tasks leave for the next ones.
+
+    ``notification_uuid`` always; ``host_name`` and ``host_status`` in host flows,
+    ``reserved_host`` in the main stage of the reserved-host flow, ``instance_uuid`` in the
+    VM flow, ``process_name`` and ``host_name`` in the process flow. ``vmove_ids`` and
+    ``ha_instance_ids`` are what the prepare task hands to the evacuation task; ``extra`` is
+    for third-party tasks.
+    """
+
+    notification_uuid: str
+    host_name: str | None = None
+    host_status: str | None = None
+    instance_uuid: str | None = None
+    process_name: str | None = None
+    reserved_host: str | None = None
+    vmove_ids: list[int] | None = None
+    ha_instance_ids: set[str] | None = None
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+def required(value: T | None, name: str) -> T:
+    """A store value the task cannot run without (a flow configured with the wrong task)."""
+    if value is None:
+        raise exception.InvalidConfiguration(message=f"This flow gives its tasks no {name}")
+    return value
+
 
 @dataclasses.dataclass
 class TaskContext:
-    """What a task gets: the run, the flow's shared store, and its own progress entry.
-
-    ``store`` holds the flow's inputs (``host_name``, ``notification_uuid``,
-    ``instance_uuid``, ``process_name``, ``reserved_host``) and whatever a task leaves for
-    the next ones.
-    """
+    """What a task gets: the run, the flow's shared store, and its own progress entry."""
 
     run: RunContext
-    store: dict[str, Any]
+    store: Store
     progress: TaskProgress
 
     @property
@@ -42,12 +71,12 @@ class TaskContext:
         return self.run.conf
 
     @property
-    def nova(self) -> Nova:
+    def nova(self) -> NovaReads:
         return self.run.nova
 
     @property
-    def db(self) -> Database:
-        return self.run.db
+    def effects(self) -> Effects:
+        return self.run.effects
 
     def update_details(self, message: str, progress: float = 0.0) -> None:
         self.progress.update(message, progress)
@@ -55,6 +84,39 @@ class TaskContext:
 
 class Task(Protocol):
     def __call__(self, ctx: TaskContext) -> None: ...
+
+
+Stages = dict[str, list[Task]]
+
+
+@dataclasses.dataclass(frozen=True)
+class FlowTasks:
+    """The configured task lists, resolved: {'pre': [...], 'main': [...], 'post': [...]}."""
+
+    host_auto: Stages
+    host_rh: Stages
+    instance: Stages
+    process: Stages
+
+
+def run_flow(run: RunContext, body: Callable[[], None]) -> str:
+    """Run a recovery's flow(s) and say the status it ends with.
+
+    A skip ends ``finished``, an ignored instance ``ignored``, any other failure ``error``;
+    Cancelled propagates: the run stops without an outcome.
+    """
+    try:
+        body()
+    except exception.SkipRecovery:
+        return statuses.FINISHED
+    except exception.IgnoreInstanceRecovery:
+        return statuses.IGNORED
+    except Cancelled:
+        raise
+    except Exception as exc:
+        LOG.error("Failed to process notification '%s'. Reason: %s", run.notification_uuid, exc)
+        return statuses.ERROR
+    return statuses.FINISHED
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -99,7 +161,7 @@ class Flow:
         self.main = steps[len(pre) : len(pre) + len(main)]
         self.post = steps[len(pre) + len(main) :]
 
-    def _run_steps(self, steps: Sequence[_Step], store: dict[str, Any], done: list[_Step]) -> None:
+    def _run_steps(self, steps: Sequence[_Step], store: Store, done: list[_Step]) -> None:
         for step in steps:
             self.run.check()
             step.progress.set_state(states.RUNNING)
@@ -119,7 +181,7 @@ class Flow:
             step.progress.set_state(states.REVERTED)
         done.clear()
 
-    def run_linear(self, store: dict[str, Any]) -> None:
+    def run_linear(self, store: Store) -> None:
         """pre, main and post as one linear flow: any failure reverts everything that ran."""
         self.progress.start()
         done: list[_Step] = []
@@ -131,7 +193,7 @@ class Flow:
             self._revert(done)
             raise
 
-    def run_per_candidate(self, store: dict[str, Any], candidates: Sequence[str]) -> None:
+    def run_per_candidate(self, store: Store, candidates: Sequence[str]) -> None:
         """The reserved-host flow: main is retried with each candidate until one succeeds.
 
         When every candidate failed, only main is reverted (pre stays SUCCESS, as with
@@ -148,7 +210,7 @@ class Flow:
             raise
         last: Exception | None = None
         for candidate in candidates:
-            store["reserved_host"] = candidate
+            store.reserved_host = candidate
             main_done: list[_Step] = []
             try:
                 self._run_steps(self.main, store, main_done)

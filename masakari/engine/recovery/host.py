@@ -2,22 +2,27 @@
 
 from __future__ import annotations
 
-import functools
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from oslo_utils import strutils
-from sqlalchemy import orm
 
 from masakari import exception
-from masakari.db import work
+from masakari.db import statuses
 from masakari.engine.context import Cancelled, PollTimeout, RunContext
 from masakari.engine.recovery import evacuate
 from masakari.engine.recovery.evacuate import HYPERVISOR, TASK_STATE, VM_STATE, compute_host
-from masakari.engine.recovery.flow import Flow, Task, TaskContext, task
-
-if TYPE_CHECKING:
-    from masakari.engine.tasks import FlowTasks
+from masakari.engine.recovery.flow import (
+    Flow,
+    FlowTasks,
+    Stages,
+    Store,
+    TaskContext,
+    required,
+    run_flow,
+    task,
+)
+from masakari.engine.recovery.payloads import HostPayload
 
 LOG = logging.getLogger(__name__)
 
@@ -42,22 +47,22 @@ def disable_compute_service(ctx: TaskContext) -> None:
     (host_status NORMAL), is forced down first and the sleep is skipped: Nova accepts the
     evacuation at once.
     """
-    host_name: str = ctx.store["host_name"]
+    host_name = required(ctx.store.host_name, "host_name")
     conf = ctx.conf
     ctx.update_details(f"Disabling compute service on host: '{host_name}'")
     service = compute_service(ctx, host_name)
-    fenced = str(ctx.store.get("host_status", "")).upper() == "NORMAL"
+    fenced = str(ctx.store.host_status or "").upper() == "NORMAL"
     if conf.host_failure.force_down_fenced_host and fenced:
-        ctx.nova.force_down_service(service["id"], True)
+        ctx.effects.force_down_service(service["id"])
 
         def forced_down() -> bool:
             return bool(compute_service(ctx, host_name).get("forced_down"))
 
         ctx.run.poll(forced_down, conf.verify_interval, conf.wait_period_after_service_update)
         ctx.update_details(f"Forced down compute service on host: '{host_name}'", 0.5)
-        ctx.nova.disable_service(service["id"], conf.host_failure.service_disable_reason)
+        ctx.effects.disable_service(service["id"], conf.host_failure.service_disable_reason)
     else:
-        ctx.nova.disable_service(service["id"], conf.host_failure.service_disable_reason)
+        ctx.effects.disable_service(service["id"], conf.host_failure.service_disable_reason)
         LOG.info(
             "Sleeping %s sec before starting recovery thread until nova recognizes the node down.",
             conf.wait_period_after_service_update,
@@ -67,18 +72,16 @@ def disable_compute_service(ctx: TaskContext) -> None:
 
 
 def _settle_previous_evacuations(ctx: TaskContext, host_name: str) -> None:
-    """Wait for evacuations an earlier attempt started and never confirmed (engine lost).
+    """Finish evacuations an earlier attempt started and never confirmed (engine lost).
 
     Re-evacuating an instance Nova is still rebuilding elsewhere would reset it to error
-    mid-flight; wait for its task to end, then record where it went.
+    mid-flight: wait for its task to end, then restore the state the first attempt planned
+    (stop it, reset it to error) and record where it went.
     """
-    notification_uuid: str = ctx.store["notification_uuid"]
-    with ctx.db.reader() as session:
-        unsettled = work.vmoves(session, notification_uuid, statuses=[work.VMOVE_ONGOING])
     conf = ctx.conf
-    for vmove in unsettled:
+    for vmove in ctx.effects.vmoves(statuses=[statuses.VMOVE_ONGOING]):
 
-        def settled(vmove: work.VMoveData = vmove) -> dict[str, Any] | None:
+        def settled(vmove: evacuate.VMoveData = vmove) -> dict[str, Any] | None:
             server = ctx.nova.get_server(vmove.instance_uuid)
             if server.get(TASK_STATE) is None or compute_host(server) != host_name:
                 return server
@@ -87,31 +90,32 @@ def _settle_previous_evacuations(ctx: TaskContext, host_name: str) -> None:
         values: dict[str, Any] = {"end_time": ctx.run.clock.now()}
         try:
             server = ctx.run.poll(settled, conf.verify_interval, conf.wait_period_after_evacuation)
-        except PollTimeout:
-            values.update(status=work.VMOVE_FAILED, message="Failed reason: timeout.")
-        except exception.NovaError as exc:
-            values.update(status=work.VMOVE_FAILED, message=str(exc))
-        else:
-            if compute_host(server) != host_name and server.get(VM_STATE) != "error":
-                values.update(status=work.VMOVE_SUCCEEDED, dest_host=server.get(HYPERVISOR))
+            plan = ctx.effects.plan(vmove.instance_uuid)
+            was_error = plan is not None and plan.vm_state == "error"
+            if compute_host(server) != host_name and (server.get(VM_STATE) != "error" or was_error):
+                if plan is not None:
+                    evacuate.restore(ctx.run, vmove.instance_uuid, plan, resumed=True)
+                    server = ctx.nova.get_server(vmove.instance_uuid)
+                values.update(status=statuses.VMOVE_SUCCEEDED, dest_host=server.get(HYPERVISOR))
             else:
                 values.update(
-                    status=work.VMOVE_FAILED,
+                    status=statuses.VMOVE_FAILED,
                     message="Failed reason: engine lost before confirmation.",
                 )
-        work.transaction(ctx.db, functools.partial(work.update_vmove, vmove_id=vmove.id, **values))
+        except PollTimeout:
+            values.update(status=statuses.VMOVE_FAILED, message=evacuate.TIMEOUT_MESSAGE)
+        except exception.NovaError as exc:
+            values.update(status=statuses.VMOVE_FAILED, message=str(exc))
+        ctx.effects.update_vmove(vmove.id, **values)
     # Instances the lost engine locked: unlocked now, locked again if evacuated again.
-    with ctx.db.reader() as session:
-        locked = work.locked_instances(session, notification_uuid)
-    for instance_uuid in locked:
+    for instance_uuid in ctx.effects.locked_instances():
         evacuate.unlock(ctx.run, instance_uuid)
 
 
 @task("PrepareHAEnabledInstancesTask")
 def prepare_ha_enabled_instances(ctx: TaskContext) -> None:
     """List the failed host's instances, keep those to evacuate, and record their vmoves."""
-    host_name: str = ctx.store["host_name"]
-    notification_uuid: str = ctx.store["notification_uuid"]
+    host_name = required(ctx.store.host_name, "host_name")
     options = ctx.conf.host_failure
     ctx.update_details("Preparing instances for evacuation")
     _settle_previous_evacuations(ctx, host_name)
@@ -125,7 +129,7 @@ def prepare_ha_enabled_instances(ctx: TaskContext) -> None:
     others: list[dict[str, Any]] = []
     for server in servers:
         is_ha = strutils.bool_from_string((server.get("metadata") or {}).get(key, False))
-        if options.ignore_instances_in_error_state and server.get(VM_STATE) == "error":
+        if options.ignore_instances_in_error_state and _error_before_recovery(ctx, server):
             if is_ha:
                 ctx.update_details(
                     f"Ignoring recovery of HA_Enabled instance '{server['id']}' as it is in "
@@ -150,57 +154,35 @@ def prepare_ha_enabled_instances(ctx: TaskContext) -> None:
         LOG.info(msg)
         raise exception.SkipHostRecovery(message=msg)
 
-    now = ctx.run.clock.now()
-
-    def record_moves(session: orm.Session) -> list[work.VMoveData]:
-        # Rows an earlier try left pending (its evacuation never started) are reused, so
-        # that one instance never has two pending moves.
-        pending = {
-            v.instance_uuid: v
-            for v in work.vmoves(session, notification_uuid, statuses=[work.VMOVE_PENDING])
-        }
-        created = [
-            pending.pop(server["id"])
-            if server["id"] in pending
-            else work.create_vmove(
-                session, notification_uuid, server["id"], server.get("name") or "", host_name
-            )
-            for server in selected
-        ]
-        for stale in pending.values():
-            work.update_vmove(
-                session,
-                stale.id,
-                status=work.VMOVE_FAILED,
-                message="Failed reason: evacuation not started.",
-                end_time=now,
-            )
-        return created
-
-    created = work.transaction(ctx.db, record_moves)
+    created = ctx.effects.record_moves(selected, host_name, ctx.run.clock.now())
     # The evacuation task works on exactly these rows: this attempt's, not earlier ones.
-    ctx.store["vmove_ids"] = [v.id for v in created]
-    ctx.store["ha_instance_ids"] = {server["id"] for server in ha}
+    ctx.store.vmove_ids = [v.id for v in created]
+    ctx.store.ha_instance_ids = {server["id"] for server in ha}
     ctx.update_details(
         "Instances to be evacuated are: '{}'".format(",".join(server["id"] for server in selected)),
         1.0,
     )
 
 
-def _auto(run: RunContext, flows: FlowTasks, store: dict[str, Any]) -> None:
+def _error_before_recovery(ctx: TaskContext, server: dict[str, Any]) -> bool:
+    """In error before the failure: an earlier attempt's reset to error does not count."""
+    plan = ctx.effects.plan(server["id"])
+    state = plan.vm_state if plan is not None else server.get(VM_STATE)
+    return state == "error"
+
+
+def _auto(run: RunContext, flows: FlowTasks, store: Store) -> None:
     tasks = flows.host_auto
-    Flow(run, tasks["pre"], tasks["main"], tasks["post"]).run_linear(dict(store))
+    Flow(run, tasks["pre"], tasks["main"], tasks["post"]).run_linear(store)
 
 
-def _reserved(
-    run: RunContext, flows: FlowTasks, store: dict[str, Any], reserved_hosts: list[str]
-) -> None:
+def _reserved(run: RunContext, flows: FlowTasks, store: Store, reserved_hosts: list[str]) -> None:
     if not reserved_hosts:
         raise exception.ReservedHostsUnavailable()
-    tasks: dict[str, list[Task]] = flows.host_rh
+    tasks: Stages = flows.host_rh
     try:
         Flow(run, tasks["pre"], tasks["main"], tasks["post"]).run_per_candidate(
-            dict(store), reserved_hosts
+            store, reserved_hosts
         )
     except exception.LockAlreadyAcquired as exc:
         raise exception.HostRecoveryFailure(message=exc.message) from exc
@@ -210,107 +192,92 @@ def recover(
     run: RunContext,
     flows: FlowTasks,
     method: str,
-    store: dict[str, Any],
+    store: Store,
     reserved_hosts: list[str],
 ) -> None:
     """Run the flow(s) of a recovery method; raise Skip, or anything else for a failure.
 
     Methods are compared as stored (lower case): the reference's upper-case comparison
     (driver.py:319) only ever chose task lists for the progress view, which this project
-    records as they run.
+    records as they run. Each flow gets its own copy of the store.
     """
+
+    def fresh() -> Store:
+        return Store(
+            store.notification_uuid, host_name=store.host_name, host_status=store.host_status
+        )
+
     if method == AUTO:
-        _auto(run, flows, store)
+        _auto(run, flows, fresh())
     elif method == RESERVED_HOST:
-        _reserved(run, flows, store, reserved_hosts)
+        _reserved(run, flows, fresh(), reserved_hosts)
     elif method == AUTO_PRIORITY:
         try:
-            _auto(run, flows, store)
+            _auto(run, flows, fresh())
         except (exception.SkipHostRecovery, Cancelled):
             raise
         except Exception:
             LOG.warning(
                 "Failed to evacuate all instances from failed_host: '%s' using 'auto' "
                 "workflow, retrying using 'reserved_host' workflow.",
-                store["host_name"],
+                store.host_name,
             )
-            _reserved(run, flows, store, reserved_hosts)
+            _reserved(run, flows, fresh(), reserved_hosts)
     else:
         try:
-            _reserved(run, flows, store, reserved_hosts)
+            _reserved(run, flows, fresh(), reserved_hosts)
         except (exception.SkipHostRecovery, Cancelled):
             raise
         except Exception:
             LOG.warning(
                 "Failed to evacuate all instances from failed_host '%s' using "
                 "'reserved_host' workflow, retrying using 'auto' workflow",
-                store["host_name"],
+                store.host_name,
             )
-            _auto(run, flows, store)
+            _auto(run, flows, fresh())
 
 
 def handle(
-    run: RunContext, flows: FlowTasks, notification: work.NotificationData, payload: dict[str, Any]
+    run: RunContext, flows: FlowTasks, notification_type: str, host_uuid: str, text: str | None
 ) -> str:
     """A COMPUTE_HOST notification: the status it ends with."""
-    host_status = payload.get("host_status")
-    event = str(payload.get("event") or "").upper()
-    if host_status is None:
+    payload = HostPayload.parse(text)
+    event = (payload.event or "").upper()
+    if payload.host_status is None:
         LOG.warning(
-            "Notification '%s' ignored as host_status is not provided.",
-            notification.notification_uuid,
+            "Notification '%s' ignored as host_status is not provided.", run.notification_uuid
         )
-        return work.IGNORED
-    if str(host_status).upper() != "NORMAL":
+        return statuses.IGNORED
+    if payload.host_status.upper() != "NORMAL":
         # Evacuating from a host whose power-off is not confirmed could run an instance twice.
         LOG.warning(
             "Notification '%s' ignored as host_status is '%s'",
-            notification.notification_uuid,
-            str(host_status).upper(),
+            run.notification_uuid,
+            payload.host_status.upper(),
         )
-        return work.IGNORED
+        return statuses.IGNORED
     if event == "STARTED":
         LOG.info(
             "Notification type '%s' received for host '%s' has been %s.",
-            notification.type,
-            notification.source_host_uuid,
-            payload.get("event"),
+            notification_type,
+            host_uuid,
+            payload.event,
         )
-        return work.FINISHED
+        return statuses.FINISHED
     if event != "STOPPED":
         LOG.warning(
             "Invalid event: %s received for notification type: %s",
-            payload.get("event"),
-            notification.type,
+            payload.event,
+            notification_type,
         )
-        return work.IGNORED
+        return statuses.IGNORED
 
-    def maintain(session: orm.Session) -> tuple[work.HostData, list[str]]:
-        host = work.get_host(session, notification.source_host_uuid)
-        if host is None:
-            raise exception.HostNotFound(id=notification.source_host_uuid)
-        LOG.info("Set host %s on maintenance.", host.name)
-        work.put_on_maintenance(session, host.uuid, unreserve=host.reserved)
-        if host.recovery_method == AUTO:
-            return host, []
-        return host, work.reserved_host_names(session, host.failover_segment_id)
-
-    host, reserved_hosts = work.transaction(run.db, maintain)
-
-    store = {
-        "host_name": host.name,
-        "notification_uuid": notification.notification_uuid,
-        "host_status": host_status,
-    }
-    try:
-        recover(run, flows, host.recovery_method, store, reserved_hosts)
-    except exception.SkipHostRecovery:
-        return work.FINISHED
-    except Cancelled:
-        raise
-    except Exception as exc:
-        LOG.error(
-            "Failed to process notification '%s'. Reason: %s", notification.notification_uuid, exc
-        )
-        return work.ERROR
-    return work.FINISHED
+    host = run.effects.put_host_on_maintenance(host_uuid, unreserve_spare=True)
+    LOG.info("Set host %s on maintenance.", host.name)
+    reserved_hosts = (
+        []
+        if host.recovery_method == AUTO
+        else run.effects.reserved_host_names(host.failover_segment_id)
+    )
+    store = Store(run.notification_uuid, host_name=host.name, host_status=payload.host_status)
+    return run_flow(run, lambda: recover(run, flows, host.recovery_method, store, reserved_hosts))

@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
 
 from oslo_utils import strutils
 
 from masakari import exception
-from masakari.db import work
-from masakari.engine.context import Cancelled, PollTimeout, RunContext, is_conflict
+from masakari.db import statuses
+from masakari.engine.context import PollTimeout, RunContext, is_conflict
 from masakari.engine.recovery.evacuate import VM_STATE
-from masakari.engine.recovery.flow import Flow, TaskContext, task
-
-if TYPE_CHECKING:
-    from masakari.engine.tasks import FlowTasks
+from masakari.engine.recovery.flow import (
+    Flow,
+    FlowTasks,
+    Store,
+    TaskContext,
+    required,
+    run_flow,
+    task,
+)
+from masakari.engine.recovery.payloads import InstancePayload
 
 LOG = logging.getLogger(__name__)
 
@@ -26,13 +31,13 @@ INSTANCE_EVENTS: dict[str, tuple[str, ...]] = {
 }
 
 
-def is_handled_event(payload: dict[str, Any]) -> bool:
-    return payload.get("vir_domain_event") in INSTANCE_EVENTS.get(payload.get("event"), ())  # type: ignore[arg-type]
+def is_handled_event(payload: InstancePayload) -> bool:
+    return payload.vir_domain_event in INSTANCE_EVENTS.get(payload.event or "", ())
 
 
 @task("StopInstanceTask")
 def stop_instance(ctx: TaskContext) -> None:
-    instance_uuid: str = ctx.store["instance_uuid"]
+    instance_uuid = required(ctx.store.instance_uuid, "instance_uuid")
     conf = ctx.conf
     server = ctx.nova.get_server(instance_uuid)
     key = conf.instance_failure.ha_enabled_instance_metadata_key
@@ -52,10 +57,10 @@ def stop_instance(ctx: TaskContext) -> None:
 
     if vm_state != "stopped":
         if vm_state == "resized":
-            ctx.nova.reset_state(instance_uuid, "active")
+            ctx.effects.reset_state(instance_uuid, "active")
         ctx.update_details(f"Stopping instance: {instance_uuid}")
         try:
-            ctx.nova.stop_server(instance_uuid)
+            ctx.effects.stop_server(instance_uuid)
         except exception.NovaError as exc:
             if not is_conflict(exc):
                 raise
@@ -78,7 +83,7 @@ def stop_instance(ctx: TaskContext) -> None:
 
 @task("StartInstanceTask")
 def start_instance(ctx: TaskContext) -> None:
-    instance_uuid: str = ctx.store["instance_uuid"]
+    instance_uuid = required(ctx.store.instance_uuid, "instance_uuid")
     ctx.update_details(f"Starting instance: '{instance_uuid}'")
     vm_state = ctx.nova.get_server(instance_uuid).get(VM_STATE)
     if vm_state != "stopped":
@@ -88,13 +93,13 @@ def start_instance(ctx: TaskContext) -> None:
         )
         ctx.update_details(msg, 1.0)
         raise exception.InstanceRecoveryFailure(message=msg)
-    ctx.nova.start_server(instance_uuid)
+    ctx.effects.start_server(instance_uuid)
     ctx.update_details(f"Instance started: '{instance_uuid}'", 1.0)
 
 
 @task("ConfirmInstanceActiveTask")
 def confirm_instance_active(ctx: TaskContext) -> None:
-    instance_uuid: str = ctx.store["instance_uuid"]
+    instance_uuid = required(ctx.store.instance_uuid, "instance_uuid")
     conf = ctx.conf
     ctx.update_details(f"Confirming instance '{instance_uuid}' vm_state is ACTIVE")
 
@@ -110,33 +115,17 @@ def confirm_instance_active(ctx: TaskContext) -> None:
     ctx.update_details(f"Confirmed instance '{instance_uuid}' vm_state is ACTIVE", 1.0)
 
 
-def handle(
-    run: RunContext, flows: FlowTasks, notification: work.NotificationData, payload: dict[str, Any]
-) -> str:
+def handle(run: RunContext, flows: FlowTasks, text: str | None) -> str:
     """A VM notification: the status it ends with."""
+    payload = InstancePayload.parse(text)
     if not is_handled_event(payload):
         LOG.info(
             "Notification '%s' received with payload %s is ignored.",
-            notification.notification_uuid,
-            payload,
+            run.notification_uuid,
+            payload.raw,
         )
-        return work.IGNORED
+        return statuses.IGNORED
     tasks = flows.instance
-    store = {
-        "instance_uuid": payload.get("instance_uuid"),
-        "notification_uuid": notification.notification_uuid,
-    }
-    try:
-        Flow(run, tasks["pre"], tasks["main"], tasks["post"]).run_linear(store)
-    except exception.IgnoreInstanceRecovery:
-        return work.IGNORED
-    except exception.SkipInstanceRecovery:
-        return work.FINISHED
-    except Cancelled:
-        raise
-    except Exception as exc:
-        LOG.error(
-            "Failed to process notification '%s'. Reason: %s", notification.notification_uuid, exc
-        )
-        return work.ERROR
-    return work.FINISHED
+    store = Store(run.notification_uuid, instance_uuid=payload.instance_uuid)
+    flow = Flow(run, tasks["pre"], tasks["main"], tasks["post"])
+    return run_flow(run, lambda: flow.run_linear(store))

@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
-
-from sqlalchemy import orm
 
 from masakari import exception
-from masakari.db import work
-from masakari.engine.context import Cancelled, PollTimeout, RunContext
-from masakari.engine.recovery.flow import Flow, TaskContext, task
+from masakari.db import statuses
+from masakari.engine.context import PollTimeout, RunContext
+from masakari.engine.recovery.flow import (
+    Flow,
+    FlowTasks,
+    Store,
+    TaskContext,
+    required,
+    run_flow,
+    task,
+)
 from masakari.engine.recovery.host import compute_service
-
-if TYPE_CHECKING:
-    from masakari.engine.tasks import FlowTasks
+from masakari.engine.recovery.payloads import ProcessPayload
 
 LOG = logging.getLogger(__name__)
 
@@ -27,8 +30,8 @@ def _disabled(ctx: TaskContext, host_name: str) -> bool:
 
 @task("DisableComputeNodeTask")
 def disable_compute_node(ctx: TaskContext) -> None:
-    host_name: str = ctx.store["host_name"]
-    process_name: str = ctx.store["process_name"]
+    host_name = required(ctx.store.host_name, "host_name")
+    process_name = required(ctx.store.process_name, "process_name")
     ctx.update_details(f"Disabling compute service on host: '{host_name}'")
     if _disabled(ctx, host_name):
         msg = f"Skipping recovery for process {process_name} as it is already disabled"
@@ -36,14 +39,14 @@ def disable_compute_node(ctx: TaskContext) -> None:
         ctx.update_details(msg, 1.0)
         return
     service = compute_service(ctx, host_name)
-    ctx.nova.disable_service(service["id"], ctx.conf.process_failure.service_disable_reason)
+    ctx.effects.disable_service(service["id"], ctx.conf.process_failure.service_disable_reason)
     ctx.update_details(f"Disabled compute service on host: '{host_name}'", 1.0)
 
 
 @task("ConfirmComputeNodeDisabledTask")
 def confirm_compute_node_disabled(ctx: TaskContext) -> None:
-    host_name: str = ctx.store["host_name"]
-    process_name: str = ctx.store["process_name"]
+    host_name = required(ctx.store.host_name, "host_name")
+    process_name = required(ctx.store.process_name, "process_name")
     conf = ctx.conf
     ctx.update_details(f"Confirming compute service is disabled on host: '{host_name}'")
     try:
@@ -61,57 +64,35 @@ def confirm_compute_node_disabled(ctx: TaskContext) -> None:
 
 
 def handle(
-    run: RunContext, flows: FlowTasks, notification: work.NotificationData, payload: dict[str, Any]
+    run: RunContext, flows: FlowTasks, notification_type: str, host_uuid: str, text: str | None
 ) -> str:
     """A PROCESS notification: the status it ends with."""
-    event = str(payload.get("event") or "").upper()
-    process_name = payload.get("process_name")
+    payload = ProcessPayload.parse(text)
+    event = (payload.event or "").upper()
     if event == "STARTED":
         LOG.info(
             "Notification type '%s' received for host '%s': '%s' has been %s.",
-            notification.type,
-            notification.source_host_uuid,
-            process_name,
-            payload.get("event"),
+            notification_type,
+            host_uuid,
+            payload.process_name,
+            payload.event,
         )
-        return work.FINISHED
+        return statuses.FINISHED
     if event != "STOPPED":
         LOG.warning(
             "Invalid event: %s received for notification type: %s",
-            payload.get("event"),
-            notification.type,
+            payload.event,
+            notification_type,
         )
-        return work.IGNORED
+        return statuses.IGNORED
 
-    def maintain(session: orm.Session) -> work.HostData:
-        host = work.get_host(session, notification.source_host_uuid)
-        if host is None:
-            raise exception.HostNotFound(id=notification.source_host_uuid)
-        # Kept from the reference (rewrite-pack § 3.6): any stopped process, even one this
-        # engine does not recover, puts the host on maintenance.
-        work.put_on_maintenance(session, host.uuid, unreserve=False)
-        return host
-
-    host = work.transaction(run.db, maintain)
-
-    if process_name != NOVA_COMPUTE:
-        LOG.warning("Skipping recovery for process: %s.", process_name)
-        return work.FINISHED
+    # Kept from the reference (rewrite-pack § 3.6): any stopped process, even one this
+    # engine does not recover, puts the host on maintenance.
+    host = run.effects.put_host_on_maintenance(host_uuid, unreserve_spare=False)
+    if payload.process_name != NOVA_COMPUTE:
+        LOG.warning("Skipping recovery for process: %s.", payload.process_name)
+        return statuses.FINISHED
     tasks = flows.process
-    store = {
-        "process_name": process_name,
-        "host_name": host.name,
-        "notification_uuid": notification.notification_uuid,
-    }
-    try:
-        Flow(run, tasks["pre"], tasks["main"], tasks["post"]).run_linear(store)
-    except exception.SkipProcessRecovery:
-        return work.FINISHED
-    except Cancelled:
-        raise
-    except Exception as exc:
-        LOG.error(
-            "Failed to process notification '%s'. Reason: %s", notification.notification_uuid, exc
-        )
-        return work.ERROR
-    return work.FINISHED
+    store = Store(run.notification_uuid, host_name=host.name, process_name=payload.process_name)
+    flow = Flow(run, tasks["pre"], tasks["main"], tasks["post"])
+    return run_flow(run, lambda: flow.run_linear(store))

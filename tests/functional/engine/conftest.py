@@ -28,6 +28,8 @@ FAST = {
     "verify_interval": 1,
     "engine_poll_interval": 0.05,
     "engine_claim_timeout": 5,
+    "engine_claim_renew_interval": 1,
+    "engine_claim_margin": 1.5,
     "nova_api_timeout": 5,
 }
 

@@ -145,6 +145,8 @@ def _write_conf(path, sim, db_url, **extra):
         "verify_interval = 1",
         "engine_poll_interval = 0.1",
         "engine_claim_timeout = 5",
+        "engine_claim_renew_interval = 1",
+        "engine_claim_margin = 1.5",
         *(f"{k} = {v}" for k, v in extra.items()),
         "[database]",
         f"connection = {db_url}",

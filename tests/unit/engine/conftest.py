@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 import uuid
 from collections.abc import Iterator
@@ -11,8 +12,10 @@ import pytest
 
 from masakari import conf as masakari_conf
 from masakari.db.database import Database
-from masakari.db.models import Base, Host, Notification, RecoveryTask, Segment
+from masakari.db.models import Base, Host, Notification, NotificationClaim, RecoveryTask, Segment
 from masakari.engine.context import RunContext
+from masakari.engine.effects import Effects
+from masakari.engine.lease import Lease
 from tests.unit.engine.fakes import FakeClock, FakeNova
 
 
@@ -38,13 +41,53 @@ def clock() -> FakeClock:
     return FakeClock()
 
 
-def make_run(db: Database, nova: FakeNova, clock: FakeClock, **overrides: Any) -> RunContext:
+# A lease no unit test outlives, even on a clock that jumps a few hours through polls.
+LONG_LEASE = 1e9
+
+
+def claim(db: Database, notification_uuid: str, owner: str = "engine-test", token: int = 1) -> None:
+    """The claim row a run's fenced writes need (the notification row is the test's own)."""
+    with db.writer() as s:
+        s.merge(
+            NotificationClaim(
+                notification_uuid=notification_uuid,
+                owner=owner,
+                attempt=token,
+                expires_at=datetime.datetime(2100, 1, 1),
+            )
+        )
+
+
+def make_run(
+    db: Database,
+    nova: FakeNova,
+    clock: FakeClock,
+    notification_uuid: str | None = None,
+    lease_term: float = LONG_LEASE,
+    **overrides: Any,
+) -> RunContext:
+    """A run holding a claim on a running notification (created unless given)."""
+    if notification_uuid is None:
+        notification_uuid = str(uuid.uuid4())
+        with db.writer() as s:
+            s.add(
+                Notification(
+                    notification_uuid=notification_uuid,
+                    type="COMPUTE_HOST",
+                    source_host_uuid=str(uuid.uuid4()),
+                    payload="{}",
+                    status="running",
+                    generated_time=datetime.datetime(2026, 1, 1),
+                )
+            )
+    claim(db, notification_uuid)
+    lease = Lease("engine-test", 1, clock, lease_term, clock.monotonic())
     return RunContext(
         conf=make_conf(**overrides),
         nova=nova,
-        db=db,
+        effects=Effects(db, nova, clock, lease, notification_uuid),
         clock=clock,
-        notification_uuid=str(uuid.uuid4()),
+        lease=lease,
     )
 
 
@@ -74,8 +117,6 @@ def add_rows(
 
 
 def add_notification(db: Database, host_uuid: str, type: str, payload: dict[str, Any]) -> str:
-    import datetime
-
     nid = str(uuid.uuid4())
     with db.writer() as s:
         s.add(

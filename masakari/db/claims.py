@@ -1,0 +1,293 @@
+"""Claims: which engine owns a running notification, until when, and the fence on its writes.
+
+A claim (``masakari_notification_claims``) is a lease with a fencing token: its owner (an
+engine id), ``attempt`` (a token unique per owner) and an expiry the owner renews. Every
+transition here is a conditional write of one row, never a check made by a locking read:
+on Galera a ``SELECT … FOR UPDATE`` holds on one node only, while two writes of one row
+conflict everywhere, so the loser sees a zero row count or a deadlock error and retries.
+
+A ``running`` notification whose claim expired, or that has no claim row at all, belongs to
+nobody and may be taken over.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Sequence
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import orm
+
+from masakari.db import guards
+from masakari.db.database import affected_rows
+from masakari.db.models import Notification, NotificationClaim
+from masakari.db.statuses import ERROR, FAILED, NEW, RUNNING
+
+
+class ClaimResult:
+    CLAIMED = "claimed"
+    GONE = "gone"  # no longer in a claimable status (another engine won, or it moved on)
+    BUSY = "busy"  # another notification of the same source host is running
+
+
+def _running(notification_uuid: str) -> sa.Exists:
+    return sa.exists().where(
+        Notification.notification_uuid == notification_uuid,
+        Notification.status == RUNNING,
+        Notification.deleted == 0,
+    )
+
+
+def _ours(notification_uuid: str, owner: str, token: int) -> tuple[Any, ...]:
+    return (
+        NotificationClaim.notification_uuid == notification_uuid,
+        NotificationClaim.owner == owner,
+        NotificationClaim.attempt == token,
+    )
+
+
+def claim(
+    session: orm.Session,
+    notification_uuid: str,
+    owner: str,
+    token: int,
+    from_statuses: Sequence[str],
+    expires_at: datetime.datetime,
+    generated_before: datetime.datetime | None = None,
+) -> str:
+    """Move a notification to ``running`` for ``owner``; one engine wins, the others see GONE.
+
+    Recoveries of one source host are serialised across engines: while another notification
+    of the same host is running, the answer is BUSY and nothing changes. The host's guard is
+    held first, so that two engines claiming two notifications of one host conflict.
+    """
+    host_uuid = session.scalar(
+        sa.select(Notification.source_host_uuid).where(
+            Notification.notification_uuid == notification_uuid, Notification.deleted == 0
+        )
+    )
+    if host_uuid is None:
+        return ClaimResult.GONE
+    guards.hold(session, host_uuid)
+    busy = session.execute(
+        sa.select(Notification.id)
+        .where(
+            Notification.source_host_uuid == host_uuid,
+            Notification.status == RUNNING,
+            Notification.deleted == 0,
+            Notification.notification_uuid != notification_uuid,
+        )
+        .limit(1)
+    ).first()
+    if busy is not None:
+        return ClaimResult.BUSY
+    stmt = sa.update(Notification).where(
+        Notification.notification_uuid == notification_uuid,
+        Notification.status.in_(list(from_statuses)),
+        Notification.deleted == 0,
+    )
+    if generated_before is not None:
+        stmt = stmt.where(Notification.generated_time < generated_before)
+    result = session.execute(
+        stmt.values(status=RUNNING).execution_options(synchronize_session=False)
+    )
+    if affected_rows(result) != 1:
+        return ClaimResult.GONE
+    _put(session, notification_uuid, owner, token, expires_at, only_if_expired_before=None)
+    return ClaimResult.CLAIMED
+
+
+def _put(
+    session: orm.Session,
+    notification_uuid: str,
+    owner: str,
+    token: int,
+    expires_at: datetime.datetime,
+    only_if_expired_before: datetime.datetime | None,
+) -> bool:
+    """Make the claim row ours: update it (if it expired, when asked), or insert it.
+
+    A concurrent insert of the same missing row fails on the primary key at flush or commit:
+    the caller treats that as a lost race.
+    """
+    stmt = sa.update(NotificationClaim).where(
+        NotificationClaim.notification_uuid == notification_uuid, _running(notification_uuid)
+    )
+    if only_if_expired_before is not None:
+        stmt = stmt.where(NotificationClaim.expires_at < only_if_expired_before)
+    updated = session.execute(
+        stmt.values(owner=owner, attempt=token, expires_at=expires_at, fence=0).execution_options(
+            synchronize_session=False
+        )
+    )
+    if affected_rows(updated) == 1:
+        return True
+    exists = session.scalar(
+        sa.select(NotificationClaim.notification_uuid).where(
+            NotificationClaim.notification_uuid == notification_uuid
+        )
+    )
+    if exists is not None:
+        return False  # a live claim of someone else
+    session.add(
+        NotificationClaim(
+            notification_uuid=notification_uuid,
+            owner=owner,
+            attempt=token,
+            expires_at=expires_at,
+            fence=0,
+        )
+    )
+    session.flush()
+    return True
+
+
+def fence(
+    session: orm.Session, notification_uuid: str, owner: str, token: int, now: datetime.datetime
+) -> bool:
+    """Hold our live claim for the rest of the caller's transaction; False when it is not.
+
+    The claim row is changed, not just read: a takeover committed first leaves nothing to
+    change (zero rows), and one racing with this transaction conflicts with it on the row
+    (it waits on PostgreSQL and InnoDB; one of the two fails certification on Galera).
+    """
+    result = session.execute(
+        sa.update(NotificationClaim)
+        .where(
+            *_ours(notification_uuid, owner, token),
+            NotificationClaim.expires_at > now,
+            _running(notification_uuid),
+        )
+        .values(fence=NotificationClaim.fence + 1)
+        .execution_options(synchronize_session=False)
+    )
+    return affected_rows(result) == 1
+
+
+def renew(
+    session: orm.Session,
+    owner: str,
+    tokens: dict[str, int],
+    now: datetime.datetime,
+    expires_at: datetime.datetime,
+) -> set[str]:
+    """Push back the expiry of our live claims; return the uuids that are still ours.
+
+    One conditional UPDATE per claim and no read before it: whatever committed before the
+    UPDATE (a takeover, an expiry) is what its conditions see. A claim that expired is not
+    renewed even if nobody took it yet: its owner has stopped acting on it.
+    """
+    mine = set()
+    for notification_uuid, token in tokens.items():
+        renewed = session.execute(
+            sa.update(NotificationClaim)
+            .where(
+                *_ours(notification_uuid, owner, token),
+                NotificationClaim.expires_at > now,
+                _running(notification_uuid),
+            )
+            .values(expires_at=expires_at)
+            .execution_options(synchronize_session=False)
+        )
+        if affected_rows(renewed) == 1:
+            mine.add(notification_uuid)
+    return mine
+
+
+def release(
+    session: orm.Session, owner: str, tokens: dict[str, int], now: datetime.datetime
+) -> None:
+    """Give claims up without finishing: another engine may take them over at once."""
+    for notification_uuid, token in tokens.items():
+        session.execute(
+            sa.update(NotificationClaim)
+            .where(*_ours(notification_uuid, owner, token))
+            .values(expires_at=now - datetime.timedelta(seconds=1))
+            .execution_options(synchronize_session=False)
+        )
+
+
+def finish(
+    session: orm.Session,
+    notification_uuid: str,
+    owner: str,
+    token: int,
+    status: str,
+    message: str | None = None,
+) -> bool:
+    """Write the outcome of our run and drop the claim, only if the claim is still ours."""
+    dropped = session.execute(
+        sa.delete(NotificationClaim)
+        .where(*_ours(notification_uuid, owner, token))
+        .execution_options(synchronize_session=False)
+    )
+    if affected_rows(dropped) != 1:
+        return False
+    values: dict[str, Any] = {"status": status}
+    if message is not None:
+        values["message"] = message
+    result = session.execute(
+        sa.update(Notification)
+        .where(
+            Notification.notification_uuid == notification_uuid,
+            Notification.status == RUNNING,
+            Notification.deleted == 0,
+        )
+        .values(**values)
+        .execution_options(synchronize_session=False)
+    )
+    return affected_rows(result) == 1
+
+
+def take_over(
+    session: orm.Session,
+    notification_uuid: str,
+    owner: str,
+    token: int,
+    now: datetime.datetime,
+    expires_at: datetime.datetime,
+) -> bool:
+    """Become the owner of a running notification whose claim expired or is missing."""
+    running = session.scalar(
+        sa.select(Notification.id).where(
+            Notification.notification_uuid == notification_uuid,
+            Notification.status == RUNNING,
+            Notification.deleted == 0,
+        )
+    )
+    if running is None:
+        return False
+    return _put(session, notification_uuid, owner, token, expires_at, only_if_expired_before=now)
+
+
+def expire(session: orm.Session, generated_before: datetime.datetime, limit: int) -> list[str]:
+    """Mark ``failed`` up to ``limit`` unfinished notifications generated before a time."""
+    statuses = [RUNNING, ERROR, NEW]
+    rows = session.execute(
+        sa.select(Notification.id, Notification.notification_uuid)
+        .where(
+            Notification.status.in_(statuses),
+            Notification.generated_time < generated_before,
+            Notification.deleted == 0,
+        )
+        .order_by(Notification.id)
+        .limit(limit)
+    ).all()
+    if not rows:
+        return []
+    ids = [r.id for r in rows]
+    session.execute(
+        sa.update(Notification)
+        .where(Notification.id.in_(ids), Notification.status.in_(statuses))
+        .values(status=FAILED)
+        .execution_options(synchronize_session=False)
+    )
+    uuids = [r.notification_uuid for r in rows]
+    # Deleting the claims is a write the owners' fenced writes conflict with: they stop.
+    session.execute(
+        sa.delete(NotificationClaim)
+        .where(NotificationClaim.notification_uuid.in_(uuids))
+        .execution_options(synchronize_session=False)
+    )
+    return uuids

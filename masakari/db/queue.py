@@ -1,0 +1,165 @@
+"""The engine's work queue: which notifications wait, which claims expired, what one holds.
+
+Reads only; every transition is in :mod:`masakari.db.claims`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import orm
+
+from masakari.db.models import Notification, NotificationClaim
+from masakari.db.statuses import ERROR, NEW, RUNNING
+
+
+@dataclasses.dataclass(frozen=True)
+class Candidate:
+    """A notification an engine may try to claim."""
+
+    id: int
+    notification_uuid: str
+    source_host_uuid: str
+    status: str
+    host_busy: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class NotificationData:
+    """What the engine reads of a notification, detached from any session."""
+
+    id: int
+    notification_uuid: str
+    type: str
+    source_host_uuid: str
+    status: str
+    payload: str | None
+    generated_time: datetime.datetime
+    failover_segment_uuid: str | None
+
+
+def _candidates(stmt: sa.Select[*tuple[Any, ...]], session: orm.Session) -> list[Candidate]:
+    return [
+        Candidate(
+            row.id, row.notification_uuid, row.source_host_uuid, row.status, bool(row.host_busy)
+        )
+        for row in session.execute(stmt)
+    ]
+
+
+def _candidate_columns() -> sa.Select[*tuple[Any, ...]]:
+    # Whether another notification of the same host runs: a hint that saves a claim attempt
+    # (the claim checks again under the host's guard).
+    other = orm.aliased(Notification)
+    host_busy = (
+        sa.exists()
+        .where(
+            other.source_host_uuid == Notification.source_host_uuid,
+            other.status == RUNNING,
+            other.deleted == 0,
+        )
+        .label("host_busy")
+    )
+    return sa.select(
+        Notification.id,
+        Notification.notification_uuid,
+        Notification.source_host_uuid,
+        Notification.status,
+        host_busy,
+    )
+
+
+def after(
+    session: orm.Session, after_id: int, limit: int, status: str | None = None
+) -> list[Candidate]:
+    """Notifications above an id (of one status), oldest first: a primary-key range scan."""
+    stmt = _candidate_columns().where(Notification.id > after_id, Notification.deleted == 0)
+    if status is not None:
+        stmt = stmt.where(Notification.status == status)
+    return _candidates(stmt.order_by(Notification.id).limit(limit), session)
+
+
+def new_after(session: orm.Session, after_id: int, limit: int) -> list[Candidate]:
+    """``new`` notifications above an id, oldest first."""
+    return after(session, after_id, limit, status=NEW)
+
+
+def max_id(session: orm.Session) -> int:
+    return session.scalar(sa.select(sa.func.max(Notification.id))) or 0
+
+
+def retry_candidates(
+    session: orm.Session, new_before: datetime.datetime, limit: int
+) -> list[Candidate]:
+    """What the retry loop takes: every ``error``, and ``new`` ones generated before a time."""
+    stmt = (
+        _candidate_columns()
+        .where(
+            Notification.deleted == 0,
+            sa.or_(
+                Notification.status == ERROR,
+                sa.and_(Notification.status == NEW, Notification.generated_time < new_before),
+            ),
+        )
+        .order_by(Notification.id)
+        .limit(limit)
+    )
+    return _candidates(stmt, session)
+
+
+def get_notification(session: orm.Session, notification_uuid: str) -> NotificationData | None:
+    row = session.scalar(
+        sa.select(Notification).where(
+            Notification.notification_uuid == notification_uuid, Notification.deleted == 0
+        )
+    )
+    if row is None:
+        return None
+    return NotificationData(
+        id=row.id,
+        notification_uuid=row.notification_uuid,
+        type=row.type,
+        source_host_uuid=row.source_host_uuid,
+        status=row.status,
+        payload=row.payload,
+        generated_time=row.generated_time,
+        failover_segment_uuid=row.failover_segment_uuid,
+    )
+
+
+def takeover_candidates(session: orm.Session, now: datetime.datetime, limit: int) -> list[str]:
+    """Running notifications whose claim expired (the claims table is small)."""
+    rows = session.execute(
+        sa.select(NotificationClaim.notification_uuid)
+        .join(Notification, Notification.notification_uuid == NotificationClaim.notification_uuid)
+        .where(
+            NotificationClaim.expires_at < now,
+            Notification.status == RUNNING,
+            Notification.deleted == 0,
+        )
+        .order_by(NotificationClaim.expires_at)
+        .limit(limit)
+    ).all()
+    return [r.notification_uuid for r in rows]
+
+
+def orphan_candidates(session: orm.Session, limit: int) -> list[str]:
+    """Running notifications nobody claims: left by an engine of the reference, or by hand."""
+    rows = session.execute(
+        sa.select(Notification.notification_uuid)
+        .outerjoin(
+            NotificationClaim,
+            NotificationClaim.notification_uuid == Notification.notification_uuid,
+        )
+        .where(
+            Notification.status == RUNNING,
+            Notification.deleted == 0,
+            NotificationClaim.notification_uuid.is_(None),
+        )
+        .order_by(Notification.id)
+        .limit(limit)
+    ).all()
+    return [r.notification_uuid for r in rows]

@@ -1,0 +1,239 @@
+"""The one seam between a recovery and the world: every change it makes goes through here.
+
+A change is taken only while the run's lease holds (:mod:`masakari.engine.lease`):
+
+- a Nova call that changes something checks the lease right before the request is sent;
+- a database write runs in a transaction that first fences the claim
+  (:func:`masakari.db.claims.fence`: owner, token, expiry, notification still running,
+  and a change of the claim row that a concurrent takeover conflicts with).
+
+A refused change raises :class:`LeaseLost` (a :class:`Cancelled`): the run stops there and
+leaves what it did for the engine that takes the notification over. Reads are not fenced.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from sqlalchemy import orm
+
+from masakari import exception
+from masakari.db import claims, hosts, instance_locks, progress, vmoves
+from masakari.db import statuses as st
+from masakari.db.database import Database, transaction
+from masakari.db.hosts import RecoveryHost
+from masakari.db.vmoves import Plan, VMoveData
+from masakari.engine.context import Clock, Nova, Server
+from masakari.engine.lease import Lease, LeaseLost
+
+T = TypeVar("T")
+
+__all__ = ["Effects", "LeaseLost", "Plan", "RecoveryHost", "VMoveData"]
+
+
+class Effects:
+    """The reads and the fenced changes of one run of one notification."""
+
+    def __init__(
+        self, db: Database, nova: Nova, clock: Clock, lease: Lease, notification_uuid: str
+    ) -> None:
+        self._db = db
+        self._nova = nova
+        self._clock = clock
+        self.lease = lease
+        self.notification_uuid = notification_uuid
+
+    # --- the fence ---------------------------------------------------------------------------
+
+    def _write(self, fn: Callable[[orm.Session], T]) -> T:
+        def fenced(session: orm.Session) -> T:
+            if not claims.fence(
+                session,
+                self.notification_uuid,
+                self.lease.owner,
+                self.lease.token,
+                now=self._clock.now(),
+            ):
+                self.lease.lose()
+                raise LeaseLost()
+            return fn(session)
+
+        return transaction(self._db, fenced, before_each=self.lease.check)
+
+    def _nova_call(self, call: Callable[[], T]) -> T:
+        self.lease.check()
+        return call()
+
+    # --- reads -------------------------------------------------------------------------------
+
+    def host(self, host_uuid: str) -> RecoveryHost | None:
+        with self._db.reader() as session:
+            return hosts.get_for_recovery(session, host_uuid)
+
+    def reserved_host_names(self, segment_uuid: str) -> list[str]:
+        with self._db.reader() as session:
+            return hosts.reserved_host_names(session, segment_uuid)
+
+    def vmoves(
+        self, statuses: Sequence[str] | None = None, ids: Sequence[int] | None = None
+    ) -> list[VMoveData]:
+        with self._db.reader() as session:
+            return vmoves.of_notification(session, self.notification_uuid, statuses, ids)
+
+    def locked_instances(self) -> list[str]:
+        with self._db.reader() as session:
+            return instance_locks.of_notification(session, self.notification_uuid)
+
+    def plan(self, instance_uuid: str) -> Plan | None:
+        with self._db.reader() as session:
+            return vmoves.get_plan(session, self.notification_uuid, instance_uuid)
+
+    # --- database changes ------------------------------------------------------------------------
+
+    def put_host_on_maintenance(self, host_uuid: str, unreserve_spare: bool) -> RecoveryHost:
+        """The failed host goes on maintenance (a failed spare is no spare any more)."""
+
+        def maintain(session: orm.Session) -> RecoveryHost:
+            host = hosts.get_for_recovery(session, host_uuid)
+            if host is None:
+                raise exception.HostNotFound(id=host_uuid)
+            hosts.put_on_maintenance(
+                session, host.uuid, unreserve=unreserve_spare and host.reserved
+            )
+            return host
+
+        return self._write(maintain)
+
+    def record_moves(
+        self, servers: Sequence[Server], source_host: str, now: datetime.datetime
+    ) -> list[VMoveData]:
+        """One pending vmove per server; pending rows of an earlier try are reused.
+
+        An instance never has two pending moves; pending rows of instances no longer
+        selected end failed (their evacuation never started).
+        """
+
+        def record(session: orm.Session) -> list[VMoveData]:
+            pending = {
+                v.instance_uuid: v
+                for v in vmoves.of_notification(
+                    session, self.notification_uuid, statuses=[st.VMOVE_PENDING]
+                )
+            }
+            created = [
+                pending.pop(server["id"])
+                if server["id"] in pending
+                else vmoves.create(
+                    session,
+                    self.notification_uuid,
+                    server["id"],
+                    server.get("name") or "",
+                    source_host,
+                )
+                for server in servers
+            ]
+            for stale in pending.values():
+                vmoves.update(
+                    session,
+                    stale.id,
+                    {
+                        "status": st.VMOVE_FAILED,
+                        "message": "Failed reason: evacuation not started.",
+                        "end_time": now,
+                    },
+                )
+            return created
+
+        return self._write(record)
+
+    def update_vmove(self, vmove_id: int, **values: Any) -> None:
+        self._write(lambda session: vmoves.update(session, vmove_id, values))
+
+    def put_plan(self, instance_uuid: str, plan: Plan) -> Plan:
+        """Record how the instance was found; the first record wins and is returned."""
+
+        def put(session: orm.Session) -> Plan:
+            vmoves.put_plan(session, self.notification_uuid, instance_uuid, plan)
+            found = vmoves.get_plan(session, self.notification_uuid, instance_uuid)
+            return found or plan
+
+        return self._write(put)
+
+    def take_reserved_host(self, name: str) -> bool:
+        return self._write(lambda session: hosts.take_reserved_host(session, name))
+
+    def give_back_reserved_host(self, name: str) -> None:
+        self._write(lambda session: hosts.give_back_reserved_host(session, name))
+
+    def next_attempt(self) -> int:
+        return self._write(lambda s: progress.next_attempt(s, self.notification_uuid))
+
+    def record_task(
+        self,
+        attempt: int,
+        position: int,
+        name: str,
+        state: str,
+        task_progress: float,
+        detail: dict[str, str] | None,
+    ) -> None:
+        self._write(
+            lambda s: progress.record(
+                s, self.notification_uuid, attempt, position, name, state, task_progress, detail
+            )
+        )
+
+    def finish(self, status: str, message: str | None) -> bool:
+        """Write the outcome and drop the claim; False when the claim is no longer ours.
+
+        Fenced by the claim in the database only: an outcome reached just after the local
+        deadline is still the truth while nobody else took the notification over.
+        """
+        return transaction(
+            self._db,
+            lambda s: claims.finish(
+                s, self.notification_uuid, self.lease.owner, self.lease.token, status, message
+            ),
+        )
+
+    # --- Nova changes ----------------------------------------------------------------------------
+
+    def disable_service(self, service_id: str, reason: str | None) -> None:
+        self._nova_call(lambda: self._nova.disable_service(service_id, reason))
+
+    def enable_service(self, service_id: str) -> None:
+        self._nova_call(lambda: self._nova.enable_service(service_id))
+
+    def force_down_service(self, service_id: str) -> None:
+        self._nova_call(lambda: self._nova.force_down_service(service_id, True))
+
+    def lock_server(self, instance_uuid: str) -> None:
+        """Lock in Nova; recorded first, so that whoever finishes the notification unlocks."""
+        self._write(lambda s: instance_locks.record(s, self.notification_uuid, instance_uuid))
+        self._nova_call(lambda: self._nova.lock_server(instance_uuid))
+
+    def unlock_server(self, instance_uuid: str) -> None:
+        """Unlock in Nova, then forget the record; a deleted instance counts as unlocked."""
+        try:
+            self._nova_call(lambda: self._nova.unlock_server(instance_uuid))
+        except exception.NovaError as exc:
+            if exc.status != 404:
+                raise
+        self._write(lambda s: instance_locks.forget(s, instance_uuid))
+
+    def reset_state(self, instance_uuid: str, state: str) -> None:
+        self._nova_call(lambda: self._nova.reset_state(instance_uuid, state))
+
+    def stop_server(self, instance_uuid: str) -> None:
+        self._nova_call(lambda: self._nova.stop_server(instance_uuid))
+
+    def start_server(self, instance_uuid: str) -> None:
+        self._nova_call(lambda: self._nova.start_server(instance_uuid))
+
+    def evacuate(self, instance_uuid: str, host: str | None) -> None:
+        self._nova_call(lambda: self._nova.evacuate(instance_uuid, host=host))
+
+    def add_host_to_aggregate(self, aggregate_id: Any, host: str) -> None:
+        self._nova_call(lambda: self._nova.add_host_to_aggregate(aggregate_id, host))

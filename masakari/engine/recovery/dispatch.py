@@ -1,0 +1,60 @@
+"""Recovery of one notification: which handler, and the status (and message) it ends with."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+
+from masakari.db import statuses
+from masakari.db.queue import NotificationData
+from masakari.engine.context import RunContext
+from masakari.engine.recovery import host, instance, process
+from masakari.engine.recovery.flow import FlowTasks
+
+LOG = logging.getLogger(__name__)
+
+# The reference's text, typo included: clients see it (engine-segment-disabled).
+SEGMENT_DISABLED_MESSAGE = "Recovery aboart: the segment HA is disabled."
+
+
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+    status: str
+    message: str | None = None
+
+
+def recover(run: RunContext, flows: FlowTasks, notification: NotificationData) -> Outcome:
+    """Run the recovery a notification asks for. Raises Cancelled when the run must stop."""
+    source = run.effects.host(notification.source_host_uuid)
+    if source is None:
+        LOG.error(
+            "Notification %s: its host %s no longer exists.",
+            notification.notification_uuid,
+            notification.source_host_uuid,
+        )
+        return Outcome(statuses.ERROR)
+    if not source.segment_enabled:
+        LOG.info(
+            "Notification %s of type %s is ignored, because the failover segment is disabled.",
+            notification.notification_uuid,
+            notification.type,
+        )
+        return Outcome(statuses.IGNORED, SEGMENT_DISABLED_MESSAGE)
+
+    LOG.info(
+        "Processing notification %s of type: %s",
+        notification.notification_uuid,
+        notification.type,
+    )
+    kind, host_uuid, text = notification.type, notification.source_host_uuid, notification.payload
+    if kind == "COMPUTE_HOST":
+        status = host.handle(run, flows, kind, host_uuid, text)
+    elif kind == "PROCESS":
+        status = process.handle(run, flows, kind, host_uuid, text)
+    elif kind == "VM":
+        status = instance.handle(run, flows, text)
+    else:
+        LOG.warning("Notification %s has an unknown type %s", notification.notification_uuid, kind)
+        return Outcome(statuses.IGNORED)
+    LOG.info("Notification %s exits with status: %s.", notification.notification_uuid, status)
+    return Outcome(status)
