@@ -41,11 +41,7 @@ STOP_TIMEOUT = 60.0
 
 def unavailable() -> str | None:
     """None when this machine can run a cluster, else what is missing."""
-    missing = [
-        path
-        for path in (PROVIDER, MARIADBD)
-        if not os.access(path, os.R_OK)
-    ]
+    missing = [path for path in (PROVIDER, MARIADBD) if not os.access(path, os.R_OK)]
     for tool in ("mariadb-install-db", "rsync", "wsrep_sst_rsync"):
         if shutil.which(tool) is None:
             missing.append(tool)
