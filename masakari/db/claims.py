@@ -62,10 +62,16 @@ def claim(
     of the same host is running, the answer is BUSY and nothing changes. The host's guard is
     held first, so that two engines claiming two notifications of one host conflict.
     """
+    # Not a plain read: on InnoDB (REPEATABLE READ) the first plain read of a transaction
+    # fixes the snapshot every later plain read sees. Taken here, before the guard, the busy
+    # check below would not see a notification of this host that the guard's holder moved
+    # to running while this claim waited for the guard. A locking read of this one row
+    # takes no snapshot (and orders two claims of one notification); the guard still does
+    # the serialising, on Galera too.
     host_uuid = session.scalar(
-        sa.select(Notification.source_host_uuid).where(
-            Notification.notification_uuid == notification_uuid, Notification.deleted == 0
-        )
+        sa.select(Notification.source_host_uuid)
+        .where(Notification.notification_uuid == notification_uuid, Notification.deleted == 0)
+        .with_for_update()
     )
     if host_uuid is None:
         return ClaimResult.GONE
