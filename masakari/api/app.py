@@ -20,7 +20,7 @@ from oslo_middleware import opts as middleware_opts
 from oslo_policy import policy as oslo_policy
 
 from masakari import policy
-from masakari.api import auth, faults, pasteload, router
+from masakari.api import auth, dbcheck, faults, pasteload, router
 from masakari.api.handlers.versions import VersionsApp
 from masakari.api.urlmap import URLMap
 from masakari.compute import nova
@@ -100,7 +100,7 @@ def build(
     return URLMap(
         {
             "/v1": v1_app(state),
-            "/healthcheck": healthcheck_app(conf),
+            "/healthcheck": healthcheck_app(conf, state.db),
             "": _wrap(VersionsApp(state), ROOT_PIPELINE, state),
         }
     )
@@ -148,9 +148,12 @@ FILTERS: dict[str, Callable[[WSGIApp, AppState], WSGIApp]] = {
 }
 
 
-def healthcheck_app(conf: cfg.ConfigOpts) -> WSGIApp:
-    """oslo.middleware's healthcheck with the reference's disable_by_file backend as default."""
+def healthcheck_app(conf: cfg.ConfigOpts, db: Database | None = None) -> WSGIApp:
+    """oslo.middleware's healthcheck: the reference's disable_by_file backend, and the
+    database (masakari.api.dbcheck), which answers 503 while it cannot be reached."""
     conf.register_opts(middleware_opts.list_opts_healthcheck()[0][1], group="healthcheck")
-    conf.set_default("backends", ["disable_by_file"], group="healthcheck")
+    conf.set_default("backends", ["disable_by_file", dbcheck.NAME], group="healthcheck")
     conf.set_default("disable_by_file_path", HEALTHCHECK_DISABLE_FILE, group="healthcheck")
+    if db is not None:
+        dbcheck.share_database(conf, db)
     return healthcheck.Healthcheck(None, conf)

@@ -13,11 +13,17 @@ import webob
 import webob.dec
 import webob.exc
 
-from masakari.api import pasteload
+from masakari.api import faults, pasteload
 from masakari.api.request import CONTEXT_KEY
 from masakari.context import RequestContext
 
 WSGIApp = Callable[..., Any]
+
+INVALID_CATALOG = "Invalid service catalog json."
+
+
+class InvalidCatalog(ValueError):
+    """X-Service-Catalog is not JSON: the client's error, a 400 (the reference says 500)."""
 
 
 class _ContextMiddleware:
@@ -43,7 +49,7 @@ class _ContextMiddleware:
             try:
                 catalog = json.loads(header)
             except ValueError as exc:
-                raise webob.exc.HTTPInternalServerError("Invalid service catalog json.") from exc
+                raise InvalidCatalog(INVALID_CATALOG) from exc
         return RequestContext.from_environ(
             req.environ,
             enforcer=self.state.enforcer,
@@ -59,7 +65,10 @@ class MasakariKeystoneContext(_ContextMiddleware):
 
     @webob.dec.wsgify
     def __call__(self, req: webob.Request) -> Any:
-        ctx = self._context(req, user_auth_plugin=req.environ.get("keystone.token_auth"))
+        try:
+            ctx = self._context(req, user_auth_plugin=req.environ.get("keystone.token_auth"))
+        except InvalidCatalog as exc:
+            return faults.fault(400, str(exc))
         if ctx.user_id is None:
             return webob.exc.HTTPUnauthorized()
         req.environ[CONTEXT_KEY] = ctx
@@ -74,7 +83,10 @@ class NoAuthMiddleware(_ContextMiddleware):
 
     @webob.dec.wsgify
     def __call__(self, req: webob.Request) -> Any:
-        req.environ[CONTEXT_KEY] = self._context(req, is_admin=True)
+        try:
+            req.environ[CONTEXT_KEY] = self._context(req, is_admin=True)
+        except InvalidCatalog as exc:
+            return faults.fault(400, str(exc))
         return self.application
 
 

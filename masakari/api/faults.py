@@ -2,7 +2,8 @@
 
 The status comes from the first class of the exception's MRO found in STATUSES; the
 fault name from the status (FAULT_NAMES, else masakariFault). Unknown exceptions are
-500 with the reference's "Unexpected API Error" text.
+500 with the reference's "Unexpected API Error" text; a database that cannot be reached is
+503 with Retry-After (masakari.api.outage).
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ from collections.abc import Callable
 from typing import Any
 
 import webob
+import webob.exc
 
 from masakari import exception
-from masakari.api import errors, microversion
+from masakari.api import errors, microversion, outage
 from masakari.compute import nova
 
 LOG = logging.getLogger(__name__)
@@ -66,6 +68,13 @@ def status_and_message(exc: BaseException) -> tuple[int, str]:
     """The HTTP status and the client-visible message for ``exc``."""
     if isinstance(exc, UnicodeDecodeError):
         return 400, BAD_ENCODING
+    if outage.is_unreachable(exc):
+        outage.OUTAGES.failed(exc)
+        return 503, outage.MESSAGE
+    if isinstance(exc, webob.exc.HTTPRequestEntityTooLarge):
+        # oslo.middleware's size limit raises it while a body without Content-Length is
+        # read (a chunked one, under a server that passes it on as it comes).
+        return 413, exc.explanation
     if isinstance(exc, exception.NovaError):
         # The reference's host API passes a Nova 403 on and lets any other Nova failure
         # escape as a 500 naming the exception class it had (api-hosts-nova-errors).
@@ -107,7 +116,10 @@ def fault(
 
 def from_exception(exc: BaseException, version: microversion.Version | None) -> webob.Response:
     status, message = status_and_message(exc)
-    return fault(status, message, version)
+    response = fault(status, message, version)
+    if status == 503:
+        response.headers["Retry-After"] = str(outage.RETRY_AFTER)
+    return response
 
 
 class FaultWrapper:
@@ -128,7 +140,9 @@ class FaultWrapper:
             return self.application(environ, start_response)
         except UnicodeDecodeError:
             return fault(400, BAD_ENCODING)(environ, start_response)
-        except Exception:
+        except Exception as exc:
+            if outage.is_unreachable(exc):
+                return from_exception(exc, None)(environ, start_response)
             LOG.exception(
                 "Caught error on %s %s", environ.get("REQUEST_METHOD"), environ.get("PATH_INFO")
             )

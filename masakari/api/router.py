@@ -18,7 +18,7 @@ import webob
 import webob.exc
 
 from masakari import exception
-from masakari.api import errors, faults, microversion
+from masakari.api import errors, faults, microversion, outage
 from masakari.api.handlers import extensions, hosts, notifications, segments, versions, vmoves
 from masakari.api.request import CONTEXT_KEY, ApiRequest, Handler, Reply
 
@@ -151,6 +151,7 @@ class Router:
             reply = target(req)
         except Exception as exc:  # every error becomes a fault, as the reference's handler
             return faults.from_exception(exc, version)
+        outage.OUTAGES.succeeded()
         return _serialise(reply, media_type, version)
 
 

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -12,12 +13,16 @@ import webob.exc
 
 WSGIApp = Callable[..., Any]
 
+_SLASHES = re.compile("/{2,}")
+
 
 class URLMap:
     """Longest matching prefix wins, on path segment boundaries; "" catches the rest.
 
     The prefix moves from PATH_INFO to SCRIPT_NAME, so that the mounted application sees
-    its own paths and builds its links from its mount point.
+    its own paths and builds its links from its mount point. Runs of slashes count as one
+    (``//v1//segments`` is ``/v1/segments``), as paste's urlmap in front of the reference
+    normalises the path before matching it.
     """
 
     def __init__(self, mounts: Mapping[str, WSGIApp]) -> None:
@@ -25,7 +30,7 @@ class URLMap:
         self._order = sorted(self.mounts, key=len, reverse=True)
 
     def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
-        path = environ.get("PATH_INFO", "")
+        path = _SLASHES.sub("/", environ.get("PATH_INFO", ""))
         for prefix in self._order:
             if prefix and not (path == prefix or path.startswith(prefix + "/")):
                 continue
