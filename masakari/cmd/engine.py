@@ -20,6 +20,9 @@ from masakari.engine.service import EngineService
 
 LOG = logging.getLogger(__name__)
 
+# Seconds a statement of the engine waits for a row lock before it fails and is retried.
+LOCK_WAIT = 5.0
+
 
 def main(argv: list[str] | None = None) -> int:
     conf = masakari_conf.load(sys.argv[1:] if argv is None else argv, prog="masakari-engine")
@@ -27,15 +30,17 @@ def main(argv: list[str] | None = None) -> int:
     if conf.taskflow.connection:
         LOG.debug("[taskflow]/connection is ignored: progress lives in the main database")
     db = Database.from_conf(conf)
+    db.limit_sessions(idle_in_transaction=conf.engine_claim_margin, lock_wait=LOCK_WAIT)
     try:
-        # An unknown task name stops the engine here rather than at the first failure.
+        # An unknown task name or claim timings that cannot work stop the engine here
+        # rather than at the first failure.
         flows = tasks.load_flows(conf)
+        service = EngineService(conf, db, _nova_client(conf), flows=flows)
     except exception.InvalidConfiguration as exc:
         LOG.error("%s", exc)
         print(f"masakari-engine: {exc}", file=sys.stderr)
         db.dispose()
         return 1
-    service = EngineService(conf, db, _nova_client(conf), flows=flows)
 
     stop = threading.Event()
 

@@ -17,15 +17,18 @@ Server fields are read through :class:`Server` (``Server.of(client.get_server(id
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import logging
 import os
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 import requests
+import requests.adapters
 from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import exceptions as ks_exc
 from keystoneauth1 import loading as ks_loading
@@ -179,6 +182,37 @@ class Server:
         )
 
 
+# A check the caller sets around its Nova calls (the engine: "is my lease still running?"),
+# made by the transport right before a request's bytes leave, after keystoneauth has done
+# its work (token, endpoint, headers): the shortest window between a check and Nova.
+_send_guard: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar(
+    "masakari_nova_send_guard", default=None
+)
+
+
+@contextlib.contextmanager
+def send_guard(check: Callable[[], None]) -> Iterator[None]:
+    """Run ``check`` before each request sent in this block; it raises to refuse one."""
+    token = _send_guard.set(check)
+    try:
+        yield
+    finally:
+        _send_guard.reset(token)
+
+
+class _GuardedHTTPAdapter(requests.adapters.HTTPAdapter):
+    def send(self, request: Any, *args: Any, **kwargs: Any) -> Any:
+        check = _send_guard.get()
+        if check is not None:
+            check()
+        return super().send(request, *args, **kwargs)
+
+
+def _guard_transport(session: ks_session.Session) -> None:
+    for prefix in ("http://", "https://"):
+        session.session.mount(prefix, _GuardedHTTPAdapter())
+
+
 class NovaClient:
     """One method per Nova operation masakari uses; each is one request (pagination aside)."""
 
@@ -196,6 +230,7 @@ class NovaClient:
     ) -> None:
         """``session`` carries the auth plugin, which caches the token; an Adapter is used as
         given (the endpoint filters are then its own)."""
+        _guard_transport(session.session if isinstance(session, ks_adapter.Adapter) else session)
         if isinstance(session, ks_adapter.Adapter):
             self._adapter = session
         else:

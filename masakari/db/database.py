@@ -68,6 +68,47 @@ class Database:
             )
         )
 
+    def limit_sessions(self, idle_in_transaction: float, lock_wait: float) -> None:
+        """Bound how long a session may sit in an open transaction, and wait for a lock.
+
+        For the engine: a process frozen in the middle of a transaction would otherwise hold
+        its row locks (a claim row) for as long as it is frozen, and keep the engine taking
+        its work over waiting on them. PostgreSQL and MariaDB end such a session's
+        transaction after ``idle_in_transaction`` seconds; a lock wait fails after
+        ``lock_wait`` seconds and is retried. SQLite has one writer at a time: nothing to do.
+        """
+        backend = self.engine.url.get_backend_name()
+        if backend == "postgresql":
+            statements = [
+                f"SET idle_in_transaction_session_timeout = {int(idle_in_transaction * 1000)}",
+                f"SET lock_timeout = {int(lock_wait * 1000)}",
+            ]
+        elif backend == "mysql":
+            statements = [
+                # MariaDB only (10.3+); MySQL has no such limit and refuses the name.
+                f"SET SESSION idle_transaction_timeout = {max(1, round(idle_in_transaction))}",
+                f"SET SESSION innodb_lock_wait_timeout = {max(1, round(lock_wait))}",
+            ]
+        else:
+            return
+
+        @event.listens_for(self.engine, "connect")
+        def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+            cursor = dbapi_conn.cursor()
+            try:
+                for statement in statements:
+                    try:
+                        cursor.execute(statement)
+                    except Exception:  # an unknown variable (MySQL): keep the default
+                        if backend == "postgresql":
+                            raise
+            finally:
+                cursor.close()
+            if backend == "postgresql":
+                dbapi_conn.commit()
+
+        self.engine.dispose()  # connections made before the limits would not have them
+
     @contextlib.contextmanager
     def reader(self) -> Iterator[orm.Session]:
         with self._sessions() as session:
@@ -91,29 +132,63 @@ def lost_lock_race(exc: BaseException) -> bool:
     return "database is locked" in text or "database table is locked" in text
 
 
+def unreachable(exc: BaseException) -> bool:
+    """The database could not be reached or dropped the connection (a restart, a cut)."""
+    if isinstance(exc, db_exc.DBConnectionError):
+        return True
+    if isinstance(exc, sa.exc.DBAPIError) and exc.connection_invalidated:
+        return True
+    inner = getattr(exc, "inner_exception", None)
+    return isinstance(exc, _LINK_ERRORS) or isinstance(inner, _LINK_ERRORS)
+
+
+# What a driver raises when the server is gone; lock and constraint errors are not these.
+_LINK_ERRORS = (sa.exc.OperationalError, sa.exc.InterfaceError)
+
+
 def transaction(
     db: Database,
     fn: Callable[[orm.Session], T],
-    before_each: Callable[[], None] | None = None,
+    retry_while: Callable[[], None] | None = None,
 ) -> T:
     """Run ``fn`` in one writer transaction; run it again when it lost a lock race.
 
     Only for transactions that read, then write under conditions: a deadlock victim (or, on
     SQLite, a transaction whose snapshot went stale before its first write) is safe to
-    replay, because the replay decides again on what is committed then. ``before_each`` runs
-    before every try and may raise to stop the replays (an engine whose claim ran out).
+    replay, because the replay decides again on what is committed then. With
+    ``retry_while``, an unreachable database is waited for too, as long as that callable
+    does not raise (an engine's lease that runs out ends the wait).
     """
     deadline = time.monotonic() + WRITE_RETRY_SECONDS
     pause = WRITE_BACKOFF
     while True:
-        if before_each is not None:
-            before_each()
         try:
             with db.writer() as session:
                 return fn(session)
         except DB_ERRORS as exc:
-            if not lost_lock_race(exc) or time.monotonic() > deadline:
+            if retry_while is not None and unreachable(exc):
+                retry_while()
+            elif not lost_lock_race(exc) or time.monotonic() > deadline:
                 raise
+        time.sleep(pause * (1 + random.random()))
+        pause = min(pause * 2, WRITE_BACKOFF_MAX)
+
+
+def read(
+    db: Database,
+    fn: Callable[[orm.Session], T],
+    retry_while: Callable[[], None],
+) -> T:
+    """Run ``fn`` in a reader; wait for an unreachable database while ``retry_while`` allows."""
+    pause = WRITE_BACKOFF
+    while True:
+        try:
+            with db.reader() as session:
+                return fn(session)
+        except DB_ERRORS as exc:
+            if not unreachable(exc):
+                raise
+            retry_while()
         time.sleep(pause * (1 + random.random()))
         pause = min(pause * 2, WRITE_BACKOFF_MAX)
 

@@ -7,8 +7,12 @@ A change is taken only while the run's lease holds (:mod:`masakari.engine.lease`
   (:func:`masakari.db.claims.fence`: owner, token, expiry, notification still running,
   and a change of the claim row that a concurrent takeover conflicts with).
 
+While the database is unreachable, reads and writes are retried until the lease runs out:
+an outage shorter than the lease goes unnoticed, a longer one abandons the run.
+
 A refused change raises :class:`LeaseLost` (a :class:`Cancelled`): the run stops there and
-leaves what it did for the engine that takes the notification over. Reads are not fenced.
+leaves what it did for the engine that takes the notification over. Nova reads
+(:class:`LeasedReads`) stop with the lease too; database reads are not fenced.
 """
 
 from __future__ import annotations
@@ -20,17 +24,47 @@ from typing import Any, TypeVar
 from sqlalchemy import orm
 
 from masakari import exception
+from masakari.compute.nova import send_guard
 from masakari.db import claims, hosts, instance_locks, progress, vmoves
 from masakari.db import statuses as st
-from masakari.db.database import Database, transaction
+from masakari.db.database import Database, read, transaction
 from masakari.db.hosts import RecoveryHost
 from masakari.db.vmoves import Plan, VMoveData
-from masakari.engine.context import Clock, Nova, Server
+from masakari.engine.context import Clock, Nova, NovaReads, Server, Service
 from masakari.engine.lease import Lease, LeaseLost
 
 T = TypeVar("T")
 
-__all__ = ["Effects", "LeaseLost", "Plan", "RecoveryHost", "VMoveData"]
+__all__ = ["Effects", "LeaseLost", "LeasedReads", "Plan", "RecoveryHost", "VMoveData"]
+
+
+def guarded(lease: Lease, call: Callable[[], T]) -> T:
+    """A Nova call made only while the lease runs: checked now, and again by the transport
+    right before the request is sent (after token and endpoint work that can take time)."""
+    lease.check()
+    with send_guard(lease.check):
+        return call()
+
+
+class LeasedReads:
+    """Nova reads for a run: refused too once the lease is over (the run has no business left
+    with Nova, and another engine may be recovering the same instances)."""
+
+    def __init__(self, nova: NovaReads, lease: Lease) -> None:
+        self._nova = nova
+        self._lease = lease
+
+    def find_compute_services(self, host: str) -> list[Service]:
+        return guarded(self._lease, lambda: self._nova.find_compute_services(host))
+
+    def list_servers_on_host(self, host: str) -> list[Server]:
+        return guarded(self._lease, lambda: self._nova.list_servers_on_host(host))
+
+    def get_server(self, server_id: str) -> Server:
+        return guarded(self._lease, lambda: self._nova.get_server(server_id))
+
+    def list_aggregates(self) -> list[dict[str, Any]]:
+        return guarded(self._lease, lambda: self._nova.list_aggregates())
 
 
 class Effects:
@@ -60,35 +94,36 @@ class Effects:
                 raise LeaseLost()
             return fn(session)
 
-        return transaction(self._db, fenced, before_each=self.lease.check)
+        # A database that is away for less than the lease is waited for; past it, LeaseLost.
+        self.lease.check()
+        return transaction(self._db, fenced, retry_while=self.lease.check)
+
+    def _read(self, fn: Callable[[orm.Session], T]) -> T:
+        return read(self._db, fn, retry_while=self.lease.check)
 
     def _nova_call(self, call: Callable[[], T]) -> T:
-        self.lease.check()
-        return call()
+        return guarded(self.lease, call)
 
     # --- reads -------------------------------------------------------------------------------
 
     def host(self, host_uuid: str) -> RecoveryHost | None:
-        with self._db.reader() as session:
-            return hosts.get_for_recovery(session, host_uuid)
+        return self._read(lambda s: hosts.get_for_recovery(s, host_uuid))
 
     def reserved_host_names(self, segment_uuid: str) -> list[str]:
-        with self._db.reader() as session:
-            return hosts.reserved_host_names(session, segment_uuid)
+        return self._read(lambda s: hosts.reserved_host_names(s, segment_uuid))
 
     def vmoves(
         self, statuses: Sequence[str] | None = None, ids: Sequence[int] | None = None
     ) -> list[VMoveData]:
-        with self._db.reader() as session:
-            return vmoves.of_notification(session, self.notification_uuid, statuses, ids)
+        return self._read(
+            lambda s: vmoves.of_notification(s, self.notification_uuid, statuses, ids)
+        )
 
     def locked_instances(self) -> list[str]:
-        with self._db.reader() as session:
-            return instance_locks.of_notification(session, self.notification_uuid)
+        return self._read(lambda s: instance_locks.of_notification(s, self.notification_uuid))
 
     def plan(self, instance_uuid: str) -> Plan | None:
-        with self._db.reader() as session:
-            return vmoves.get_plan(session, self.notification_uuid, instance_uuid)
+        return self._read(lambda s: vmoves.get_plan(s, self.notification_uuid, instance_uuid))
 
     # --- database changes ------------------------------------------------------------------------
 
@@ -196,6 +231,7 @@ class Effects:
             lambda s: claims.finish(
                 s, self.notification_uuid, self.lease.owner, self.lease.token, status, message
             ),
+            retry_while=self.lease.check,
         )
 
     # --- Nova changes ----------------------------------------------------------------------------

@@ -29,7 +29,7 @@ from masakari.db.database import Database, transaction
 from masakari.db.queue import Candidate
 from masakari.engine import tasks
 from masakari.engine.context import Cancelled, Clock, Nova, RunContext
-from masakari.engine.effects import Effects
+from masakari.engine.effects import Effects, LeasedReads
 from masakari.engine.lease import Lease, LeaseLost
 from masakari.engine.recovery import dispatch
 from masakari.engine.recovery.flow import FlowTasks
@@ -288,7 +288,7 @@ class EngineService:
         effects = Effects(self.db, self.nova, self.clock, item.lease, notification_uuid)
         run = RunContext(
             conf=self.conf,
-            nova=self.nova,
+            nova=LeasedReads(self.nova, item.lease),
             effects=effects,
             clock=self.clock,
             lease=item.lease,
@@ -322,7 +322,17 @@ class EngineService:
             )
         # From here the claim ends with the status write: no renewal must see it half-way.
         item.finishing = True
-        if not effects.finish(status, outcome.message):
+        try:
+            written = effects.finish(status, outcome.message)
+        except LeaseLost:
+            LOG.warning(
+                "Notification %s: the database stayed away past the claim; its outcome %s is "
+                "left to the engine that takes it over",
+                notification_uuid,
+                status,
+            )
+            return None
+        if not written:
             LOG.warning(
                 "Notification %s was taken from this engine; its outcome %s is dropped",
                 notification_uuid,

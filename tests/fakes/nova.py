@@ -203,6 +203,8 @@ class Call:
     body: Any
     microversion: str | None
     status: int = 0
+    # The Keystone user whose token made the call: tells engines apart in failure drills.
+    caller: str | None = None
 
     def shape(self) -> dict[str, Any]:
         """The call as the conformance goldens record it."""
@@ -609,6 +611,11 @@ class NovaSimulator:
         """Nova requests in arrival order, shaped like the goldens' calls."""
         with self.lock:
             return [c.shape() for c in self.calls]
+
+    def calls_by(self, caller: str) -> list[Call]:
+        """The Nova requests made with tokens of one Keystone user, in arrival order."""
+        with self.lock:
+            return [dataclasses.replace(c) for c in self.calls if c.caller == caller]
 
     def token_requests(self) -> int:
         """How many tokens were issued (POST /v3/auth/tokens)."""
@@ -1211,6 +1218,7 @@ def _handler_for(sim: NovaSimulator) -> type[BaseHTTPRequestHandler]:
                 )
                 sim.calls.append(call)
                 token = sim.tokens.get(self.headers.get("X-Auth-Token", ""))
+                call.caller = token["user"] if token is not None else None
             try:
                 if token is None:
                     raise NovaFault(401, "The request you have made requires authentication.")

@@ -1,127 +1,138 @@
-"""A TCP proxy on loopback that a test can cut and restore: a database restart or a partition.
+"""A TCP proxy that a test can cut, stop and restart: a database or a service "going away".
 
-Usage::
+    proxy = TCPProxy("127.0.0.1", 5432)    # listens on 127.0.0.1, a free port
+    proxy.start()
+    url = f"postgresql://u:p@127.0.0.1:{proxy.port}/db"
+    ...
+    proxy.cut()      # live connections are reset; new ones still go through
+    proxy.stop()     # live connections reset, new ones refused (nothing listens)
+    proxy.start()    # listens again on the same port
+    proxy.close()    # stop() for good; also what leaving a ``with`` block does
 
-    with TCPProxy("127.0.0.1", 5432) as proxy:
-        url = url.set(port=proxy.port)   # the process under test connects through the proxy
-        proxy.cut()      # live connections reset, new ones refused (as a stopped server)
-        proxy.restore()  # accepts again, on the same port
-
-``stop()``/``start()`` are the same as ``cut()``/``restore()``.
+Every connection is two threads copying bytes, which is plenty for tests. Connections are
+closed with RST (SO_LINGER 0), as a crashed server or a cut link does, so that clients see
+an error at once rather than a clean end of stream.
 """
 
 from __future__ import annotations
 
-import selectors
 import socket
 import struct
 import threading
-from typing import Any
+from types import TracebackType
 
-BUFFER = 65536
+_RESET = struct.pack("ii", 1, 0)
 
 
 class TCPProxy:
-    """Forwards every connection to ``target``, one thread per connection pair."""
-
-    def __init__(self, target_host: str, target_port: int, port: int = 0) -> None:
+    def __init__(
+        self, target_host: str, target_port: int, port: int = 0, host: str = "127.0.0.1"
+    ) -> None:
         self.target = (target_host, target_port)
+        self.host = host
         self.port = port
         self._lock = threading.Lock()
-        self._pairs: list[tuple[socket.socket, socket.socket]] = []
         self._listener: socket.socket | None = None
-        self._closed = threading.Event()
+        self._sockets: set[socket.socket] = set()
 
-    # --- life cycle ------------------------------------------------------------------------
-
-    def __enter__(self) -> TCPProxy:
-        self.restore()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.cut()
-
-    def restore(self) -> None:
-        """Listen (again) on the proxy's port."""
-        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind(("127.0.0.1", self.port))
-        listener.listen(128)
-        self.port = listener.getsockname()[1]
+    def start(self) -> TCPProxy:
+        """Listen (again) on ``port``; the first start picks a free port when it is 0."""
         with self._lock:
+            if self._listener is not None:
+                return self
+            listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            listener.bind((self.host, self.port))
+            listener.listen(128)
+            self.port = listener.getsockname()[1]
             self._listener = listener
         threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
+        return self
 
-    def cut(self) -> None:
-        """Stop listening and reset every live connection, both ways."""
+    def stop(self) -> None:
+        """Refuse new connections and reset the live ones."""
         with self._lock:
             listener, self._listener = self._listener, None
-            pairs, self._pairs = self._pairs, []
         if listener is not None:
+            # shutdown() wakes the thread blocked in accept(); close() alone may not.
+            try:
+                listener.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
             listener.close()
-        for pair in pairs:
-            for sock in pair:
-                _reset(sock)
+        self.cut()
 
-    start = restore
-    stop = cut
+    def cut(self) -> None:
+        """Reset every live connection, both sides; keep listening."""
+        with self._lock:
+            sockets, self._sockets = self._sockets, set()
+        for sock in sockets:
+            _reset(sock)
+
+    def close(self) -> None:
+        self.stop()
 
     @property
     def connections(self) -> int:
+        """Client connections open through the proxy now."""
         with self._lock:
-            return len(self._pairs)
+            return len(self._sockets) // 2
 
-    # --- forwarding --------------------------------------------------------------------------
+    def __enter__(self) -> TCPProxy:
+        return self.start()
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
 
     def _accept(self, listener: socket.socket) -> None:
         while True:
             try:
                 client, _ = listener.accept()
             except OSError:
-                return  # closed by cut()
+                return  # stopped
             try:
                 upstream = socket.create_connection(self.target, timeout=5)
+                upstream.settimeout(None)
             except OSError:
                 _reset(client)
                 continue
-            upstream.settimeout(None)
             with self._lock:
                 if self._listener is not listener:
                     _reset(client)
                     _reset(upstream)
                     return
-                self._pairs.append((client, upstream))
-            threading.Thread(target=self._pump, args=(client, upstream), daemon=True).start()
+                self._sockets.update((client, upstream))
+            for source, sink in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(source, sink), daemon=True).start()
 
-    def _pump(self, client: socket.socket, upstream: socket.socket) -> None:
-        peers = {client: upstream, upstream: client}
-        with selectors.DefaultSelector() as selector:
-            for sock in peers:
-                selector.register(sock, selectors.EVENT_READ)
-            try:
-                while True:
-                    for key, _ in selector.select():
-                        sock: Any = key.fileobj
-                        data = sock.recv(BUFFER)
-                        if not data:
-                            return
-                        peers[sock].sendall(data)
-            except (OSError, ValueError):
-                return  # reset by cut(), or by either end
-            finally:
-                with self._lock:
-                    if (client, upstream) in self._pairs:
-                        self._pairs.remove((client, upstream))
-                for sock in peers:
-                    sock.close()
+    def _pump(self, source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        # One side ended or failed: end the pair, as a single TCP connection would.
+        with self._lock:
+            owned = source in self._sockets
+            self._sockets.discard(source)
+            self._sockets.discard(sink)
+        if owned:
+            _reset(source)
+            _reset(sink)
 
 
 def _reset(sock: socket.socket) -> None:
-    """Close with RST, as a server process that died does: the peer sees it at once."""
     try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-        # Wakes the pump thread's select() without sending anything; close() then resets.
-        sock.shutdown(socket.SHUT_RD)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _RESET)
+    except OSError:
+        pass
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
     except OSError:
         pass
     sock.close()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime
 import json
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -180,3 +182,57 @@ def engine_factory(db: Database, sim: NovaSimulator) -> Iterator[Any]:
     yield make
     for service in started:
         service.stop(grace=2)
+
+
+def write_engine_conf(
+    path: Any, sim: NovaSimulator, db_url: str, user: str = "masakari", **extra: Any
+) -> None:
+    """A masakari.conf for a masakari-engine process on ``db_url``, calling Nova as ``user``.
+
+    Fast claims: lost 5 s after the last renewal, renewed every second, and the engine stops
+    acting 1.5 s before the expiry.
+    """
+    conf = make_conf(sim)
+    lines = [
+        "[DEFAULT]",
+        f"host = {user}",
+        f"os_privileged_user_name = {user}",
+        f"os_privileged_user_password = {conf.os_privileged_user_password}",
+        f"os_privileged_user_tenant = {conf.os_privileged_user_tenant}",
+        f"os_privileged_user_auth_url = {conf.os_privileged_user_auth_url}",
+        "nova_catalog_admin_info = compute:nova:publicURL",
+        "wait_period_after_service_update = 0",
+        "wait_period_after_evacuation = 30",
+        "verify_interval = 1",
+        "engine_poll_interval = 0.1",
+        "engine_claim_timeout = 5",
+        "engine_claim_renew_interval = 1",
+        "engine_claim_margin = 1.5",
+        *(f"{k} = {v}" for k, v in extra.items()),
+        "[database]",
+        f"connection = {db_url}",
+        "[keystone_authtoken]",
+        "auth_type = password",
+    ]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def spawn_engine(conf_file: Any, log_file: Any) -> subprocess.Popen[bytes]:
+    """masakari-engine in a session of its own (so that a test can signal it alone)."""
+    with open(log_file, "ab") as log:
+        return subprocess.Popen(
+            [sys.executable, "-m", "masakari.cmd.engine", "--config-file", str(conf_file)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
+def wait_for(predicate: Any, timeout: float, what: str, interval: float = 0.05) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"{what}: not within {timeout} s")

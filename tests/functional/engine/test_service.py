@@ -22,6 +22,7 @@ from tests.functional.engine.conftest import (
     status_of,
     vmoves,
     wait_status,
+    write_engine_conf,
 )
 
 LIFECYCLE = {"event": "LIFECYCLE", "vir_domain_event": "STOPPED_FAILED"}
@@ -131,31 +132,6 @@ def test_periodic_tasks_wait_one_interval(db, sim, engine_factory):
     assert wait_status(db, nid, ("failed",)) == "failed"
 
 
-def _write_conf(path, sim, db_url, **extra):
-    conf = make_conf(sim)
-    lines = [
-        "[DEFAULT]",
-        f"os_privileged_user_name = {conf.os_privileged_user_name}",
-        f"os_privileged_user_password = {conf.os_privileged_user_password}",
-        f"os_privileged_user_tenant = {conf.os_privileged_user_tenant}",
-        f"os_privileged_user_auth_url = {conf.os_privileged_user_auth_url}",
-        "nova_catalog_admin_info = compute:nova:publicURL",
-        "wait_period_after_service_update = 0",
-        "wait_period_after_evacuation = 30",
-        "verify_interval = 1",
-        "engine_poll_interval = 0.1",
-        "engine_claim_timeout = 5",
-        "engine_claim_renew_interval = 1",
-        "engine_claim_margin = 1.5",
-        *(f"{k} = {v}" for k, v in extra.items()),
-        "[database]",
-        f"connection = {db_url}",
-        "[keystone_authtoken]",
-        "auth_type = password",
-    ]
-    path.write_text("\n".join(lines) + "\n")
-
-
 def test_killed_engine_is_taken_over(db, sim, engine_factory, tmp_path):
     sim.add_service("compute-1", state="down")
     sim.add_service("compute-2")
@@ -163,7 +139,7 @@ def test_killed_engine_is_taken_over(db, sim, engine_factory, tmp_path):
     vms = [sim.add_server(host="compute-1", metadata={"HA_Enabled": "True"}) for _ in range(4)]
     h1 = add_host(db, add_segment(db), "compute-1")
     conf_file = tmp_path / "engine.conf"
-    _write_conf(conf_file, sim, str(db.engine.url), host_failure_recovery_threads=2)
+    write_engine_conf(conf_file, sim, str(db.engine.url), host_failure_recovery_threads=2)
     proc = subprocess.Popen(
         [sys.executable, "-m", "masakari.cmd.engine", "--config-file", str(conf_file)],
         stdout=subprocess.DEVNULL,
@@ -198,7 +174,7 @@ def test_unknown_task_stops_the_engine_at_start(tmp_path, sim, db, capsys):
     from masakari.cmd import engine as engine_cmd
 
     conf_file = tmp_path / "engine.conf"
-    _write_conf(conf_file, sim, str(db.engine.url))
+    write_engine_conf(conf_file, sim, str(db.engine.url))
     text = conf_file.read_text() + (
         "[taskflow_driver_recovery_flows]\n"
         "process_failure_recovery_tasks = pre:['no_such_task'],main:[],post:[]\n"
@@ -213,7 +189,7 @@ def test_engine_without_nova_credentials_starts_and_fails_recoveries(tmp_path, s
     sim.add_service("compute-1")
     host = add_host(db, add_segment(db), "compute-1")
     conf_file = tmp_path / "engine.conf"
-    _write_conf(conf_file, sim, str(db.engine.url))
+    write_engine_conf(conf_file, sim, str(db.engine.url))
     text = conf_file.read_text().replace(f"os_privileged_user_auth_url = {sim.auth_url}\n", "")
     assert "os_privileged_user_auth_url" not in text
     conf_file.write_text(text)
