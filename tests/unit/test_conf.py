@@ -29,7 +29,9 @@ REPO = Path(__file__).resolve().parents[2]
 # The options masakari adds to the reference's, with (type, default, min).
 PROJECT_ONLY = {
     ("DEFAULT", "engine_poll_interval"): ("floating point value", 0.5, 0.05),
-    ("DEFAULT", "engine_claim_timeout"): ("integer value", 60, 5),
+    ("DEFAULT", "engine_claim_timeout"): ("integer value", 20, 3),
+    ("DEFAULT", "engine_claim_renew_interval"): ("floating point value", 5.0, 0.1),
+    ("DEFAULT", "engine_claim_margin"): ("floating point value", 5.0, 0.1),
     ("DEFAULT", "nova_api_timeout"): ("floating point value", 60.0, 1),
     ("host_failure", "force_down_fenced_host"): ("boolean value", False, None),
 }
@@ -173,7 +175,9 @@ def test_project_only_option(
 def test_project_only_minimums_are_enforced() -> None:
     for key, value in [
         ("engine_poll_interval", 0.01),
-        ("engine_claim_timeout", 4),
+        ("engine_claim_timeout", 2),
+        ("engine_claim_renew_interval", 0.05),
+        ("engine_claim_margin", 0.05),
         ("nova_api_timeout", 0.5),
     ]:
         with pytest.raises(ValueError):
