@@ -288,3 +288,43 @@ def test_a_takeover_does_not_repeat_a_restart_the_cut_off_engine_made(galera, db
         ("engine-1", "os-stop"),
         ("engine-1", "os-start"),
     ], effects
+
+
+def test_a_host_recovery_cut_off_with_its_node_evacuates_each_instance_once(
+    galera, dbs, sim, engines
+):
+    """Engine 1 is evacuating a failed host when node 1 stops: engine 0 takes over and
+    finishes, and no instance is evacuated twice (or left behind)."""
+    conf = make_conf(sim)
+    sim.set_evacuate_delay(1.0)
+    segment = add_segment(dbs[0], "auto")
+    for spare in ("spare-1", "spare-2"):
+        sim.add_service(spare)
+        add_host(dbs[0], segment, spare)
+    host, servers = failed_host_with_servers(sim, dbs[0], segment, "failed-1", 6)
+    nid = notify(dbs[1], host, "COMPUTE_HOST", HOST_DOWN)
+    engines(conf, dbs[1], "engine-1")
+    deadline = time.monotonic() + 30
+    while not actions(sim, "evacuate"):
+        assert time.monotonic() < deadline, sim.nova_calls()
+        time.sleep(0.01)
+    galera.stop_node(1)
+    engines(conf, dbs[0], "engine-0")
+
+    final = wait_final(dbs[0], [nid], timeout=90)
+    evacuations = {
+        vm: [c[1:] for c in calls if c[2] == "evacuate"]
+        for vm, calls in history(sim, servers, ["engine-0", "engine-1"]).items()
+    }
+    galera.start_node(1)
+
+    assert final == {nid: "finished"}
+    # Both engines evacuated: the takeover happened in the middle of the host's recovery.
+    assert {c[0] for calls in evacuations.values() for c in calls} == {"engine-0", "engine-1"}, (
+        evacuations
+    )
+    assert {vm: len(calls) for vm, calls in evacuations.items()} == dict.fromkeys(servers, 1), (
+        evacuations
+    )
+    assert {sim.server(vm)["OS-EXT-SRV-ATTR:host"] for vm in servers} <= {"spare-1", "spare-2"}
+    assert claim_rows(dbs[0]) == 0
