@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from masakari import exception
 from masakari.engine.context import Cancelled, PollTimeout, nova_message
 from masakari.engine.recovery.instance import is_handled_event
+from masakari.engine.recovery.payloads import InstancePayload
 from tests.unit.engine.conftest import make_run
 
 
@@ -52,4 +55,4 @@ def test_nova_message():
     ],
 )
 def test_handled_event_pairs(payload, handled):
-    assert is_handled_event(payload) is handled
+    assert is_handled_event(InstancePayload.parse(json.dumps(payload))) is handled

@@ -5,23 +5,46 @@ from __future__ import annotations
 import pytest
 
 from masakari import exception
-from masakari.db import work
+from masakari.db import hosts as db_hosts
+from masakari.db import instance_locks
+from masakari.db import vmoves as db_vmoves
+from masakari.db.database import transaction
+from masakari.db.models import VMove
+from masakari.db.vmoves import Plan
+from masakari.engine.lease import LeaseLost
 from masakari.engine.recovery import evacuate
-from masakari.engine.recovery.flow import Flow
+from masakari.engine.recovery.flow import Flow, Store
 from masakari.engine.recovery.host import prepare_ha_enabled_instances
 from tests.unit.engine.conftest import add_rows, make_run, task_rows
 from tests.unit.engine.fakes import nova_error
 
 
 def _move(db, run, sid, source="compute-1"):
-    return work.transaction(
-        db, lambda s: work.create_vmove(s, run.notification_uuid, sid, "vm", source)
-    )
+    return transaction(db, lambda s: db_vmoves.create(s, run.notification_uuid, sid, "vm", source))
+
+
+def _vmoves(db, nid):
+    with db.reader() as s:
+        return db_vmoves.of_notification(s, nid)
 
 
 def _status(db, run):
+    return [(v.status, v.message, v.dest_host) for v in _vmoves(db, run.notification_uuid)]
+
+
+def _plan(db, run, sid):
     with db.reader() as s:
-        return [(v.status, v.message, v.dest_host) for v in work.vmoves(s, run.notification_uuid)]
+        return db_vmoves.get_plan(s, run.notification_uuid, sid)
+
+
+def _locks(db, run):
+    with db.reader() as s:
+        return instance_locks.of_notification(s, run.notification_uuid)
+
+
+def _reserved(db, host_uuid):
+    with db.reader() as s:
+        return db_hosts.get_for_recovery(s, host_uuid).reserved
 
 
 @pytest.fixture
@@ -69,6 +92,114 @@ def test_state_machine(db, cloud, clock, vm_state, extra, actions, final):
     assert (server["OS-EXT-SRV-ATTR:host"], server["OS-EXT-STS:vm_state"]) == ("compute-2", final)
     assert server["locked"] == bool(extra.get("locked"))
     assert _status(db, run) == [("succeeded", None, "compute-2")]
+    assert _locks(db, run) == []
+
+
+@pytest.mark.parametrize(
+    ("vm_state", "extra", "plan"),
+    [
+        ("active", {}, Plan("active", True)),
+        ("stopped", {}, Plan("stopped", False)),
+        ("error", {}, Plan("error", True)),
+        ("paused", {}, Plan("paused", True)),
+        ("resized", {}, Plan("resized", False)),
+        ("resized", {"power_state": 4}, Plan("resized", True)),
+        ("active", {"task_state": "rebooting"}, Plan("active", False)),
+        ("stopped", {"task_state": "powering-on"}, Plan("stopped", True)),
+        ("active", {"locked": True}, Plan("active", True)),
+    ],
+)
+def test_plan_is_the_instance_as_found_recorded_before_the_first_change(
+    db, cloud, clock, vm_state, extra, plan
+):
+    run = make_run(db, cloud, clock)
+    cloud.add_server("vm", "compute-1", vm_state, **extra)
+    plans_at_first_change = []
+    real_call = cloud._call
+
+    def call(name, server=None, *args):
+        if name != "get_server" and not plans_at_first_change:
+            plans_at_first_change.append(_plan(db, run, "vm"))
+        return real_call(name, server, *args)
+
+    cloud._call = call
+    evacuate.evacuate_and_confirm(run, _move(db, run, "vm"), None)
+    assert plans_at_first_change == [plan]
+    assert _plan(db, run, "vm") == plan
+
+
+def test_plan_of_an_earlier_attempt_is_what_is_restored(db, cloud, clock):
+    """An engine lost after resetting a paused instance to error: the next one stops it.
+
+    Left to what it finds (error), it would leave the instance in error.
+    """
+    run = make_run(db, cloud, clock)
+    cloud.add_server("vm", "compute-1", "error")
+    transaction(
+        db, lambda s: db_vmoves.put_plan(s, run.notification_uuid, "vm", Plan("paused", True))
+    )
+    evacuate.evacuate_and_confirm(run, _move(db, run, "vm"), None)
+    assert cloud.actions("vm") == ["lock", "evacuate", "stop", "unlock"]
+    assert cloud.servers["vm"]["OS-EXT-STS:vm_state"] == "stopped"
+    assert _plan(db, run, "vm") == Plan("paused", True)
+    assert _status(db, run) == [("succeeded", None, "compute-2")]
+
+
+def test_lock_is_recorded_until_the_unlock(db, cloud, clock):
+    run = make_run(db, cloud, clock)
+    cloud.add_server("vm", "compute-1")
+    locks_at_lock = []
+    real_lock = cloud.lock_server
+
+    def lock_server(server_id):
+        locks_at_lock.append(_locks(db, run))
+        real_lock(server_id)
+
+    cloud.lock_server = lock_server
+    evacuate.evacuate_and_confirm(run, _move(db, run, "vm"), None)
+    assert locks_at_lock == [["vm"]]
+    assert _locks(db, run) == []
+
+
+def test_failed_unlock_is_left_for_the_next_attempt(db, cloud, clock):
+    run = make_run(db, cloud, clock)
+    cloud.add_server("vm", "compute-1", metadata={"HA_Enabled": "True"})
+    cloud.fail[("unlock", "vm")] = nova_error(500)
+    evacuate.evacuate_and_confirm(run, _move(db, run, "vm"), None)
+    assert _status(db, run) == [("succeeded", None, "compute-2")]
+    assert cloud.servers["vm"]["locked"]
+    assert _locks(db, run) == ["vm"]
+    # The next attempt's prepare task unlocks it (and finds nothing left on compute-1).
+    run2 = make_run(db, cloud, clock, notification_uuid=run.notification_uuid)
+    with pytest.raises(exception.SkipHostRecovery):
+        _host_flow(run2)
+    assert not cloud.servers["vm"]["locked"]
+    assert _locks(db, run) == []
+
+
+def test_deleted_instance_counts_as_unlocked(db, cloud, clock):
+    run = make_run(db, cloud, clock)
+    cloud.add_server("vm", "compute-1")
+    cloud.fail[("unlock", "vm")] = nova_error(404, "Not found")
+    evacuate.evacuate_and_confirm(run, _move(db, run, "vm"), None)
+    assert _locks(db, run) == []
+
+
+def test_lease_running_out_mid_evacuation_leaves_it_to_the_next_engine(db, cloud, clock):
+    run = make_run(db, cloud, clock, lease_term=30, wait_period_after_evacuation=90)
+    cloud.add_server("vm", "compute-1")
+    cloud.sticky.add("vm")
+    with pytest.raises(LeaseLost):
+        evacuate.evacuate_and_confirm(run, _move(db, run, "vm"), None)
+    assert clock.offset == 30
+    # No change once the lease is over: the move stays ongoing (no end time), the instance
+    # stays locked and recorded, for whoever takes the notification over.
+    assert cloud.actions("vm") == ["lock", "evacuate"]
+    assert _status(db, run) == [("ongoing", None, None)]
+    with db.reader() as s:
+        assert s.get(VMove, _vmoves(db, run.notification_uuid)[0].id).end_time is None
+    assert cloud.servers["vm"]["locked"]
+    assert _locks(db, run) == ["vm"]
 
 
 def test_reserved_host_is_the_target(db, cloud, clock):
@@ -142,7 +273,7 @@ def test_compares_the_service_host_not_the_hypervisor_name(db, cloud, clock):
 
 def _host_flow(run, reserved=None):
     tasks = [prepare_ha_enabled_instances, evacuate.evacuate_instances]
-    store = {"host_name": "compute-1", "notification_uuid": run.notification_uuid}
+    store = Store(run.notification_uuid, host_name="compute-1")
     flow = Flow(run, [], tasks, [])
     if reserved:
         flow.run_per_candidate(store, reserved)
@@ -171,7 +302,7 @@ def test_only_this_attempts_moves_count(db, cloud, clock):
     run = make_run(db, cloud, clock)
     cloud.add_server("vm", "compute-1", metadata={"HA_Enabled": "True"})
     old = _move(db, run, "other")
-    work.transaction(db, lambda s: work.update_vmove(s, old.id, status="failed"))
+    transaction(db, lambda s: db_vmoves.update(s, old.id, {"status": "failed"}))
     _host_flow(run)
     assert task_rows(db, run.notification_uuid)[1][2] == "SUCCESS"
 
@@ -226,8 +357,7 @@ def test_reserved_host_is_taken_enabled_and_added_to_aggregates(db, cloud, clock
         ["compute-1", "reserved-1"],
         ["compute-2"],
     ]
-    with db.reader() as s:
-        assert work.get_host(s, hosts["reserved-1"]).reserved is False
+    assert _reserved(db, hosts["reserved-1"]) is False
 
 
 def test_reserved_host_taken_elsewhere_moves_to_the_next(db, cloud, clock):
@@ -249,13 +379,52 @@ def test_reserved_host_not_enabled_stays_a_spare(db, cloud, clock):
     cloud.fail[("enable_service", None)] = nova_error(500)
     with pytest.raises(exception.NovaError):
         _host_flow(run, reserved=["reserved-1"])
-    with db.reader() as s:
-        assert work.get_host(s, hosts["reserved-1"]).reserved is True
-        # The move never started: the next attempt reuses the row.
-        assert [v.status for v in work.vmoves(s, run.notification_uuid)] == ["pending"]
+    assert _reserved(db, hosts["reserved-1"]) is True
+    # The move never started: the next attempt reuses the row.
+    assert [v.status for v in _vmoves(db, run.notification_uuid)] == ["pending"]
     cloud.add_service("compute-2")
-    run2 = make_run(db, cloud, clock)
-    run2.notification_uuid = run.notification_uuid
+    run2 = make_run(db, cloud, clock, notification_uuid=run.notification_uuid)
     _host_flow(run2)
-    with db.reader() as s:
-        assert [v.status for v in work.vmoves(s, run.notification_uuid)] == ["succeeded"]
+    assert [v.status for v in _vmoves(db, run.notification_uuid)] == ["succeeded"]
+
+
+def test_next_attempt_settles_an_evacuation_left_ongoing(db, cloud, clock):
+    """The instance arrived while no engine watched: restored as planned, recorded as done."""
+    run = make_run(db, cloud, clock)
+    cloud.add_server("vm", "compute-2")  # evacuated from compute-1; Nova made it active
+    move = _move(db, run, "vm")
+    transaction(db, lambda s: db_vmoves.update(s, move.id, {"status": "ongoing"}))
+    transaction(
+        db, lambda s: db_vmoves.put_plan(s, run.notification_uuid, "vm", Plan("error", True))
+    )
+    with pytest.raises(exception.SkipHostRecovery):
+        _host_flow(run)
+    assert cloud.actions("vm") == ["stop", "reset_state"]
+    assert cloud.servers["vm"]["OS-EXT-STS:vm_state"] == "error"
+    assert _status(db, run) == [("succeeded", None, "compute-2")]
+
+
+def test_next_attempt_fails_an_evacuation_that_never_happened(db, cloud, clock):
+    run = make_run(db, cloud, clock)
+    cloud.add_server("vm", "compute-1", metadata={"HA_Enabled": "True"})
+    move = _move(db, run, "vm")
+    transaction(db, lambda s: db_vmoves.update(s, move.id, {"status": "ongoing"}))
+    _host_flow(run)
+    # The old move failed; a new one of this attempt evacuated the instance.
+    assert _status(db, run) == [
+        ("succeeded", None, "compute-2"),
+        ("failed", "Failed reason: engine lost before confirmation.", None),
+    ]
+
+
+def test_ignored_error_instance_is_one_in_error_before_the_recovery(db, cloud, clock):
+    """An instance an earlier attempt reset to error is still recovered."""
+    run = make_run(db, cloud, clock, **{"host_failure.ignore_instances_in_error_state": True})
+    cloud.add_server("reset", "compute-1", "error", metadata={"HA_Enabled": "True"})
+    cloud.add_server("broken", "compute-1", "error", metadata={"HA_Enabled": "True"})
+    nid = run.notification_uuid
+    transaction(db, lambda s: db_vmoves.put_plan(s, nid, "reset", Plan("paused", True)))
+    _host_flow(run)
+    assert [v.instance_uuid for v in _vmoves(db, nid)] == ["reset"]
+    assert cloud.servers["reset"]["OS-EXT-STS:vm_state"] == "stopped"
+    assert cloud.servers["broken"]["OS-EXT-SRV-ATTR:host"] == "compute-1"

@@ -8,7 +8,7 @@ from masakari import exception
 from masakari.engine.context import PollTimeout
 from masakari.engine.progress import FlowProgress
 from masakari.engine.recovery import host, instance, process
-from masakari.engine.recovery.flow import TaskContext
+from masakari.engine.recovery.flow import Store, TaskContext
 from tests.unit.engine.conftest import make_run
 from tests.unit.engine.fakes import nova_error
 
@@ -23,16 +23,20 @@ class Recorder:
         self.messages.append((progress, message))
 
 
+def _context(run, progress, store) -> TaskContext:
+    return TaskContext(run, Store(run.notification_uuid, **store), progress)  # type: ignore[arg-type]
+
+
 def run_task(fn, run, **store):
     progress = Recorder()
-    fn(TaskContext(run, store, progress))  # type: ignore[arg-type]
+    fn(_context(run, progress, store))
     return progress.messages
 
 
 def run_failing(fn, run, error, **store):
     progress = Recorder()
     with pytest.raises(error):
-        fn(TaskContext(run, store, progress))  # type: ignore[arg-type]
+        fn(_context(run, progress, store))
     return progress.messages
 
 
@@ -213,6 +217,25 @@ def test_missing_compute_service(db, nova, clock):
     run_failing(
         host.disable_compute_service, run, exception.ComputeNotFoundByName, host_name="nowhere"
     )
+
+
+@pytest.mark.parametrize(
+    ("fn", "store", "missing"),
+    [
+        (instance.stop_instance, {}, "instance_uuid"),
+        (instance.start_instance, {}, "instance_uuid"),
+        (instance.confirm_instance_active, {}, "instance_uuid"),
+        (process.disable_compute_node, {"process_name": "nova-compute"}, "host_name"),
+        (process.confirm_compute_node_disabled, {"host_name": "compute-1"}, "process_name"),
+        (host.disable_compute_service, {}, "host_name"),
+        (host.prepare_ha_enabled_instances, {}, "host_name"),
+    ],
+)
+def test_task_in_a_flow_without_its_input(db, nova, clock, fn, store, missing):
+    run = make_run(db, nova, clock)
+    with pytest.raises(exception.InvalidConfiguration, match=missing):
+        run_task(fn, run, **store)
+    assert nova.calls == []
 
 
 def test_progress_values_and_states(db, nova, clock, vm):

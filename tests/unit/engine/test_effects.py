@@ -1,0 +1,390 @@
+"""The one seam of a recovery's changes: nothing is changed, in Nova or in the database,
+once the lease is over or the claim is no longer this run's."""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from masakari import exception
+from masakari.db import instance_locks
+from masakari.db import vmoves as db_vmoves
+from masakari.db.database import transaction
+from masakari.db.models import Base, Host, Notification, NotificationClaim
+from masakari.db.vmoves import Plan
+from masakari.engine.lease import LeaseLost
+from tests.unit.engine.conftest import add_rows, make_run, task_rows
+from tests.unit.engine.fakes import nova_error
+
+NOW = datetime.datetime(2026, 1, 1)
+
+# Every change Effects makes in Nova: (method, arguments).
+NOVA_CHANGES: list[tuple[str, tuple[Any, ...]]] = [
+    ("disable_service", ("svc-compute-1", "why")),
+    ("enable_service", ("svc-compute-1",)),
+    ("force_down_service", ("svc-compute-1",)),
+    ("lock_server", ("vm",)),
+    ("unlock_server", ("vm",)),
+    ("reset_state", ("vm", "error")),
+    ("stop_server", ("vm",)),
+    ("start_server", ("vm",)),
+    ("evacuate", ("vm", "compute-2")),
+    ("add_host_to_aggregate", (1, "compute-2")),
+]
+
+# Every database change Effects makes (lock_server writes before it calls Nova).
+DB_CHANGES: list[tuple[str, tuple[Any, ...]]] = [
+    ("put_host_on_maintenance", ("HOST", True)),
+    ("record_moves", ([{"id": "vm", "name": "vm"}], "compute-1", NOW)),
+    ("update_vmove", ("VMOVE",)),
+    ("put_plan", ("vm", Plan("active", True))),
+    ("take_reserved_host", ("reserved-1",)),
+    ("give_back_reserved_host", ("compute-1",)),
+    ("next_attempt", ()),
+    ("record_task", (1, 0, "Task", "RUNNING", 0.5, {"message": "m"})),
+    ("lock_server", ("vm",)),
+    ("unlock_server", ("vm",)),
+]
+
+
+@pytest.fixture
+def world(db, nova):
+    """A segment with a failed host, a spare, their services and an instance with a vmove."""
+    hosts = add_rows(db, "reserved_host", (("compute-1", False), ("reserved-1", True)))
+    nova.add_service("compute-1")
+    nova.add_service("compute-2")
+    nova.add_server("vm", "compute-1")
+    nova.aggregates = [{"id": 1, "name": "a", "hosts": ["compute-1"]}]
+    return hosts
+
+
+def _setup_run(db, nova, clock, world, **kw):
+    run = make_run(db, nova, clock, **kw)
+    vmove = transaction(
+        db, lambda s: db_vmoves.create(s, run.notification_uuid, "vm", "vm", "compute-1")
+    )
+    transaction(db, lambda s: instance_locks.record(s, run.notification_uuid, "vm"))
+    return run, vmove
+
+
+def _args(args, world, vmove):
+    out = []
+    for a in args:
+        if a == "HOST":
+            out.append(world["compute-1"])
+        elif a == "VMOVE":
+            out.append(vmove.id)
+        else:
+            out.append(a)
+    return out
+
+
+def _call(run, world, vmove, name, args):
+    method = getattr(run.effects, name)
+    if name == "update_vmove":
+        return method(*_args(args, world, vmove), status="ongoing")
+    return method(*_args(args, world, vmove))
+
+
+def _rows(db) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of every table: what a refused change must leave as it was."""
+    with db.reader() as s:
+        return {
+            table.name: sorted(
+                (tuple(map(repr, row)) for row in s.execute(sa.select(table)).all()),
+            )
+            for table in Base.metadata.sorted_tables
+        }
+
+
+def _fence_counter(db, run):
+    with db.reader() as s:
+        return s.get(NotificationClaim, run.notification_uuid).fence
+
+
+def _take_claim(db, run, **values):
+    with db.writer() as s:
+        s.execute(
+            sa.update(NotificationClaim)
+            .where(NotificationClaim.notification_uuid == run.notification_uuid)
+            .values(**values)
+        )
+
+
+# --- the lease ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("name", "args"), NOVA_CHANGES, ids=[n for n, _ in NOVA_CHANGES])
+def test_no_nova_change_once_the_lease_is_over(db, nova, clock, world, name, args):
+    run, vmove = _setup_run(db, nova, clock, world, lease_term=10)
+    clock.offset = 10
+    before = _rows(db)
+    with pytest.raises(LeaseLost):
+        _call(run, world, vmove, name, args)
+    assert nova.calls == []
+    assert _rows(db) == before
+
+
+@pytest.mark.parametrize(("name", "args"), DB_CHANGES, ids=[n for n, _ in DB_CHANGES])
+def test_no_row_written_once_the_lease_is_over(db, nova, clock, world, name, args):
+    run, vmove = _setup_run(db, nova, clock, world, lease_term=10)
+    clock.offset = 10
+    before = _rows(db)
+    with pytest.raises(LeaseLost):
+        _call(run, world, vmove, name, args)
+    assert _rows(db) == before
+    assert nova.calls == []
+
+
+@pytest.mark.parametrize(("name", "args"), DB_CHANGES, ids=[n for n, _ in DB_CHANGES])
+def test_no_row_written_once_the_lease_was_lost(db, nova, clock, world, name, args):
+    run, vmove = _setup_run(db, nova, clock, world)
+    run.lease.lose()
+    before = _rows(db)
+    with pytest.raises(LeaseLost):
+        _call(run, world, vmove, name, args)
+    assert _rows(db) == before
+    assert nova.calls == []
+
+
+# --- the fence ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "taken",
+    [
+        {"owner": "engine-other", "attempt": 7},
+        {"attempt": 2},
+        {"expires_at": datetime.datetime(2025, 12, 31)},
+    ],
+    ids=["other-owner", "other-token", "expired"],
+)
+@pytest.mark.parametrize(("name", "args"), DB_CHANGES, ids=[n for n, _ in DB_CHANGES])
+def test_write_with_the_claim_no_longer_ours_is_refused(db, nova, clock, world, name, args, taken):
+    run, vmove = _setup_run(db, nova, clock, world)
+    _take_claim(db, run, **taken)
+    before = _rows(db)
+    with pytest.raises(LeaseLost):
+        _call(run, world, vmove, name, args)
+    assert _rows(db) == before
+    assert run.lease.lost
+    # Only the unlock reaches Nova, while the lease still ran: its record is then kept,
+    # and whoever holds the notification now unlocks it again.
+    made = [("unlock", "vm")] if name == "unlock_server" else []
+    assert nova.calls == made
+    # The lease is lost for good: the Nova changes are refused too.
+    with pytest.raises(LeaseLost):
+        run.effects.stop_server("vm")
+    assert nova.calls == made
+
+
+def test_write_for_a_notification_no_longer_running_is_refused(db, nova, clock, world):
+    run, vmove = _setup_run(db, nova, clock, world)
+    with db.writer() as s:
+        s.execute(
+            sa.update(Notification)
+            .where(Notification.notification_uuid == run.notification_uuid)
+            .values(status="failed")
+        )
+    before = _rows(db)
+    with pytest.raises(LeaseLost):
+        run.effects.update_vmove(vmove.id, status="ongoing")
+    assert _rows(db) == before
+    assert run.lease.lost
+
+
+def test_write_with_the_claim_deleted_is_refused(db, nova, clock, world):
+    run, vmove = _setup_run(db, nova, clock, world)
+    with db.writer() as s:
+        s.execute(
+            sa.delete(NotificationClaim).where(
+                NotificationClaim.notification_uuid == run.notification_uuid
+            )
+        )
+    before = _rows(db)
+    with pytest.raises(LeaseLost):
+        run.effects.put_plan("vm", Plan("error", True))
+    assert _rows(db) == before
+    assert run.lease.lost
+
+
+def test_every_write_goes_through_the_fence(db, nova, clock, world):
+    run, vmove = _setup_run(db, nova, clock, world)
+    assert _fence_counter(db, run) == 0
+    run.effects.update_vmove(vmove.id, status="ongoing")
+    assert _fence_counter(db, run) == 1
+    run.effects.lock_server("vm")  # one fenced write, then the Nova call
+    assert _fence_counter(db, run) == 2
+    assert not run.lease.lost
+
+
+# --- the changes themselves ----------------------------------------------------------------------
+
+
+def test_lock_server_records_the_lock_before_calling_nova(db, nova, clock, world):
+    run, _ = _setup_run(db, nova, clock, world)
+    transaction(db, lambda s: instance_locks.forget(s, "vm"))
+    recorded_at_call = []
+    real_lock = nova.lock_server
+
+    def lock_server(server_id):
+        with db.reader() as s:
+            recorded_at_call.append(instance_locks.of_notification(s, run.notification_uuid))
+        real_lock(server_id)
+
+    nova.lock_server = lock_server
+    run.effects.lock_server("vm")
+    assert recorded_at_call == [["vm"]]
+    assert nova.servers["vm"]["locked"]
+
+
+def test_lock_server_that_nova_refuses_stays_recorded(db, nova, clock, world):
+    run, _ = _setup_run(db, nova, clock, world)
+    nova.fail[("lock", "vm")] = nova_error(500)
+    with pytest.raises(exception.NovaError):
+        run.effects.lock_server("vm")
+    assert run.effects.locked_instances() == ["vm"]
+
+
+def test_unlock_server_forgets_the_lock(db, nova, clock, world):
+    run, _ = _setup_run(db, nova, clock, world)
+    nova.servers["vm"]["locked"] = True
+    run.effects.unlock_server("vm")
+    assert not nova.servers["vm"]["locked"]
+    assert run.effects.locked_instances() == []
+
+
+def test_unlock_of_a_deleted_instance_forgets_the_lock(db, nova, clock, world):
+    run, _ = _setup_run(db, nova, clock, world)
+    del nova.servers["vm"]
+    run.effects.unlock_server("vm")
+    assert run.effects.locked_instances() == []
+
+
+def test_unlock_that_nova_refuses_keeps_the_lock(db, nova, clock, world):
+    run, _ = _setup_run(db, nova, clock, world)
+    nova.fail[("unlock", "vm")] = nova_error(500)
+    with pytest.raises(exception.NovaError):
+        run.effects.unlock_server("vm")
+    assert run.effects.locked_instances() == ["vm"]
+
+
+def test_put_plan_keeps_the_first_plan(db, nova, clock, world):
+    run, _ = _setup_run(db, nova, clock, world)
+    assert run.effects.plan("vm") is None
+    assert run.effects.put_plan("vm", Plan("paused", True)) == Plan("paused", True)
+    assert run.effects.put_plan("vm", Plan("error", True)) == Plan("paused", True)
+    assert run.effects.plan("vm") == Plan("paused", True)
+
+
+def test_record_moves_reuses_pending_rows_and_fails_stale_ones(db, nova, clock, world):
+    run, first = _setup_run(db, nova, clock, world)  # a pending move of "vm"
+    stale = transaction(
+        db, lambda s: db_vmoves.create(s, run.notification_uuid, "gone", "gone", "compute-1")
+    )
+    created = run.effects.record_moves(
+        [{"id": "vm", "name": "vm"}, {"id": "new", "name": None}], "compute-1", NOW
+    )
+    assert [(v.id == first.id, v.instance_uuid, v.instance_name) for v in created] == [
+        (True, "vm", "vm"),
+        (False, "new", ""),
+    ]
+    moves = {v.instance_uuid: v for v in run.effects.vmoves()}
+    assert moves["gone"].id == stale.id
+    assert (moves["gone"].status, moves["gone"].message) == (
+        "failed",
+        "Failed reason: evacuation not started.",
+    )
+    assert {moves["vm"].status, moves["new"].status} == {"pending"}
+
+
+def test_put_host_on_maintenance(db, nova, clock, world):
+    run, _ = _setup_run(db, nova, clock, world)
+    spare = run.effects.put_host_on_maintenance(world["reserved-1"], unreserve_spare=True)
+    assert (spare.name, spare.reserved, spare.recovery_method) == (
+        "reserved-1",
+        True,  # as found
+        "reserved_host",
+    )
+    with db.reader() as s:
+        row = s.query(Host).filter_by(uuid=world["reserved-1"]).one()
+        assert (row.on_maintenance, row.reserved) == (True, False)
+    assert run.effects.reserved_host_names(spare.failover_segment_id) == []
+    with pytest.raises(exception.HostNotFound):
+        run.effects.put_host_on_maintenance("no-such-host", unreserve_spare=True)
+
+
+def test_reserved_host_taken_once_and_given_back(db, nova, clock, world):
+    run, _ = _setup_run(db, nova, clock, world)
+    assert run.effects.take_reserved_host("reserved-1")
+    assert not run.effects.take_reserved_host("reserved-1")
+    run.effects.give_back_reserved_host("reserved-1")
+    assert run.effects.take_reserved_host("reserved-1")
+
+
+def test_progress_rows(db, nova, clock, world):
+    run, _ = _setup_run(db, nova, clock, world)
+    assert run.effects.next_attempt() == 1
+    run.effects.record_task(1, 0, "Task", "RUNNING", 0.5, {"progress": "0.5", "message": "m"})
+    assert run.effects.next_attempt() == 2
+    assert task_rows(db, run.notification_uuid) == [(1, "Task", "RUNNING", 0.5, [("0.5", "m")])]
+
+
+def test_nova_changes_while_the_lease_runs(db, nova, clock, world):
+    run, _ = _setup_run(db, nova, clock, world)
+    effects = run.effects
+    effects.force_down_service("svc-compute-1")
+    effects.disable_service("svc-compute-1", "why")
+    effects.enable_service("svc-compute-1")
+    effects.reset_state("vm", "error")
+    effects.evacuate("vm", "compute-2")
+    effects.stop_server("vm")
+    effects.start_server("vm")
+    effects.add_host_to_aggregate(1, "compute-2")
+    assert [c[0] for c in nova.calls] == [
+        "force_down_service",
+        "disable_service",
+        "enable_service",
+        "reset_state",
+        "evacuate",
+        "stop",
+        "start",
+        "add_host_to_aggregate",
+    ]
+    assert nova.servers["vm"]["OS-EXT-SRV-ATTR:host"] == "compute-2"
+
+
+# --- the outcome ----------------------------------------------------------------------------------
+
+
+def _status(db, run):
+    with db.reader() as s:
+        row = s.query(Notification).filter_by(notification_uuid=run.notification_uuid).one()
+        return row.status, row.message
+
+
+def test_finish_writes_the_outcome_and_drops_the_claim(db, nova, clock, world):
+    run, _ = _setup_run(db, nova, clock, world)
+    assert run.effects.finish("ignored", "why")
+    assert _status(db, run) == ("ignored", "why")
+    with db.reader() as s:
+        assert s.get(NotificationClaim, run.notification_uuid) is None
+
+
+def test_finish_just_after_the_local_deadline_is_still_the_truth(db, nova, clock, world):
+    """Fenced by the database only: nobody else took the notification over."""
+    run, _ = _setup_run(db, nova, clock, world, lease_term=10)
+    clock.offset = 11
+    assert run.lease.lost
+    assert run.effects.finish("finished", None)
+    assert _status(db, run) == ("finished", None)
+
+
+def test_finish_after_a_takeover_writes_nothing(db, nova, clock, world):
+    run, _ = _setup_run(db, nova, clock, world)
+    _take_claim(db, run, owner="engine-other", attempt=7)
+    assert not run.effects.finish("finished", None)
+    assert _status(db, run) == ("running", None)
