@@ -29,6 +29,10 @@ def is_unreachable(exc: BaseException) -> bool:
         return True
     if isinstance(exc, sa.exc.DBAPIError) and exc.connection_invalidated:
         return True
+    # A driver error with no statement was raised while connecting: oslo.db translates a
+    # connection lost under a query, but a new connection refused reaches us untranslated.
+    if isinstance(exc, sa.exc.OperationalError | sa.exc.InterfaceError) and not exc.statement:
+        return True
     # Every pooled connection busy past [database] pool_timeout: a saturated or hung server.
     return isinstance(exc, sa.exc.TimeoutError)
 

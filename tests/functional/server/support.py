@@ -1,0 +1,151 @@
+"""masakari-api as a deployer runs it: a subprocess on a synced database, and raw HTTP."""
+
+from __future__ import annotations
+
+import http.client
+import io
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+BINDIR = os.path.dirname(sys.executable)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class APIProcess:
+    """``masakari-api --config-file F`` with noauth2 on a free port; SIGTERM at stop()."""
+
+    def __init__(
+        self,
+        directory: str,
+        db_url: str,
+        workers: int = 2,
+        extra: str = "",
+        sync_url: str | None = None,
+    ) -> None:
+        self.port = free_port()
+        self.log_path = os.path.join(directory, "masakari-api.log")
+        self.conf = os.path.join(directory, "masakari.conf")
+        with open(self.conf, "w") as fh:
+            fh.write(
+                "[DEFAULT]\n"
+                "auth_strategy = noauth2\n"
+                "masakari_api_listen = 127.0.0.1\n"
+                f"masakari_api_listen_port = {self.port}\n"
+                f"masakari_api_workers = {workers}\n"
+                f"log_file = {self.log_path}\n"
+                "[wsgi]\napi_paste_config =\n"
+                f"[database]\nconnection = {db_url}\n"
+                f"{extra}"
+            )
+        if sync_url is not None or db_url.startswith("sqlite"):
+            self._sync(directory, sync_url or db_url)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "masakari.cmd.api", "--config-file", self.conf],
+            stdout=subprocess.DEVNULL,
+            stderr=open(os.path.join(directory, "stderr.log"), "wb"),
+            start_new_session=True,
+        )
+        self._wait()
+
+    def _sync(self, directory: str, url: str) -> None:
+        conf = os.path.join(directory, "sync.conf")
+        with open(conf, "w") as fh:
+            fh.write(f"[database]\nconnection = {url}\n")
+        subprocess.run(
+            [os.path.join(BINDIR, "masakari-manage"), "--config-file", conf, "db", "sync"],
+            check=True,
+            capture_output=True,
+        )
+
+    def _wait(self) -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"masakari-api exited: {self.log()}")
+            try:
+                if request(self.port, "GET", "/")[0] == 200:
+                    return
+            except OSError:
+                time.sleep(0.1)
+        raise AssertionError(f"masakari-api did not answer: {self.log()}")
+
+    def log(self) -> str:
+        try:
+            with open(self.log_path, errors="replace") as fh:
+                return fh.read()
+        except FileNotFoundError:
+            return ""
+
+    def stop(self) -> int:
+        """SIGTERM, as a service manager does; the exit status."""
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        return self.proc.returncode
+
+
+def request(
+    port: int, method: str, path: str, headers: dict[str, str] | None = None, timeout: float = 5
+) -> tuple[int, dict[str, str], bytes]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        conn.request(method, path, headers=headers or {})
+        response = conn.getresponse()
+        return response.status, dict(response.getheaders()), response.read()
+    finally:
+        conn.close()
+
+
+def exchange(port: int, data: bytes, timeout: float = 5) -> tuple[bytes, bool]:
+    """Send ``data`` on a new connection; everything the server sent, and whether it closed
+    the connection (False: still open after ``timeout``)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+        sock.sendall(data)
+        received = b""
+        try:
+            while chunk := sock.recv(65536):
+                received += chunk
+        except TimeoutError:
+            return received, False
+        except ConnectionResetError:
+            pass
+        return received, True
+
+
+class _Unclosable(io.BytesIO):
+    # http.client closes its file after a "Connection: close" response; the bytes after it
+    # (a smuggled response) must stay readable.
+    def close(self) -> None:
+        pass
+
+
+class _Bytes:
+    def __init__(self, data: bytes) -> None:
+        self.fp = _Unclosable(data)
+
+    def makefile(self, *args: object, **kwargs: object) -> io.BytesIO:
+        return self.fp
+
+
+def responses(data: bytes) -> list[tuple[int, bytes]]:
+    """The HTTP responses in ``data``, in order: (status, body)."""
+    source = _Bytes(data)
+    found = []
+    while source.fp.tell() < len(data):
+        response = http.client.HTTPResponse(source)  # type: ignore[arg-type]
+        response.begin()
+        found.append((response.status, response.read()))
+    return found

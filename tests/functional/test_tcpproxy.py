@@ -1,0 +1,59 @@
+"""tests/support/tcpproxy.py: cut() resets, stop() refuses, start() listens again."""
+
+from __future__ import annotations
+
+import socket
+import socketserver
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from tests.support.tcpproxy import TCPProxy
+
+
+class _Echo(socketserver.BaseRequestHandler):
+    def handle(self) -> None:
+        while data := self.request.recv(65536):
+            self.request.sendall(data)
+
+
+@pytest.fixture
+def echo() -> Iterator[int]:
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), _Echo)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield server.server_address[1]
+    server.shutdown()
+    server.server_close()
+
+
+def _round_trip(sock: socket.socket, data: bytes) -> bytes:
+    sock.sendall(data)
+    return sock.recv(65536)
+
+
+def test_proxy_cut_stop_start(echo: int) -> None:
+    with TCPProxy("127.0.0.1", echo) as proxy:
+        port = proxy.port
+        live = socket.create_connection(("127.0.0.1", port), timeout=5)
+        assert _round_trip(live, b"one") == b"one"
+        assert proxy.connections == 1
+
+        proxy.cut()
+        with pytest.raises(OSError):
+            live.sendall(b"two")
+            if not live.recv(65536):
+                raise ConnectionResetError("closed")
+        live.close()
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as again:
+            assert _round_trip(again, b"three") == b"three"
+
+        proxy.stop()
+        with pytest.raises(ConnectionRefusedError):
+            socket.create_connection(("127.0.0.1", port), timeout=5)
+
+        proxy.start()
+        assert proxy.port == port
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as back:
+            assert _round_trip(back, b"four") == b"four"
