@@ -49,9 +49,19 @@ def add_hosts(url: str, names: list[str]) -> None:
         db.dispose()
 
 
-def test_identical_reports_through_three_nodes_give_one_202(galera_urls, tmp_path):
+def conflicts(galera):
+    """Transactions the cluster aborted for a conflicting write, summed over the nodes."""
+    return sum(
+        int(status.get("wsrep_local_cert_failures", 0))
+        + int(status.get("wsrep_local_bf_aborts", 0))
+        for status in (galera.status(n) for n in range(galera.size))
+    )
+
+
+def test_identical_reports_through_three_nodes_give_one_202(galera, galera_urls, tmp_path):
     names = [f"compute-{r}" for r in range(ROUNDS)]
     add_hosts(galera_urls[0], names)
+    conflicts_before = conflicts(galera)
     with contextlib.ExitStack() as stack:
         ports = [
             stack.enter_context(api_process(url, tmp_path / f"api{i}"))
@@ -71,6 +81,13 @@ def test_identical_reports_through_three_nodes_give_one_202(galera_urls, tmp_pat
     for name, results in outcomes.items():
         statuses = collections.Counter(status for status, _ in results)
         assert statuses == {202: 1, 409: REQUESTS - 1}, (name, results)
+        # Refused as duplicates: the replays saw the winner, none ran out of attempts.
+        refusals = {answer["conflictingRequest"]["message"] for s, answer in results if s == 409}
+        assert refusals == {
+            f"Notification received from host {name} of type COMPUTE_HOST is duplicate."
+        }
+    # The requests did race across nodes: Galera aborted some of them.
+    assert conflicts(galera) > conflicts_before
     db = Database.from_url(galera_urls[2])
     try:
         with db.engine.connect() as conn:
