@@ -32,7 +32,7 @@ _UNPREFIXED = {"content-type": "CONTENT_TYPE", "content-length": "CONTENT_LENGTH
 
 
 class ClientGone(Exception):
-    """The client disconnected before its request body was complete."""
+    """The request body ended before it was complete: the client left or stalled."""
 
 
 class WSGIBridge:
@@ -55,6 +55,9 @@ class WSGIBridge:
         try:
             body, declared = await self._body(scope, receive)
         except ClientGone:
+            # Gone, or the body stalled past gunicorn's timeout: the answer reaches a client
+            # that is still there, and the unfinished body closes the connection.
+            await _send(send, 408, [(b"content-type", b"text/plain")], BODY_TIMEOUT)
             return
         environ = make_environ(scope, body, declared)
         loop = asyncio.get_running_loop()
@@ -86,6 +89,7 @@ class WSGIBridge:
         self.executor.shutdown(wait=False)
 
 
+BODY_TIMEOUT = b"Request Timeout\n\nThe request body did not arrive in time.\n"
 MISSING_HOST = b"Bad Request\n\nAn HTTP/1.1 request must carry a Host header.\n"
 
 

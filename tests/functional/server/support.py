@@ -54,7 +54,11 @@ class APIProcess:
             stderr=open(os.path.join(directory, "stderr.log"), "wb"),
             start_new_session=True,
         )
-        self._wait()
+        try:
+            self._wait()
+        except BaseException:
+            self.stop()
+            raise
 
     def _sync(self, directory: str, url: str) -> None:
         conf = os.path.join(directory, "sync.conf")
