@@ -29,6 +29,8 @@ from urllib.parse import parse_qsl, urlsplit
 
 import requests
 import requests.adapters
+import urllib3
+import urllib3.connection
 from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import exceptions as ks_exc
 from keystoneauth1 import loading as ks_loading
@@ -183,8 +185,10 @@ class Server:
 
 
 # A check the caller sets around its Nova calls (the engine: "is my lease still running?"),
-# made by the transport right before a request's bytes leave, after keystoneauth has done
-# its work (token, endpoint, headers): the shortest window between a check and Nova.
+# made by the connection right before each write to the socket: after keystoneauth's token
+# and endpoint work and after the TCP connect, the shortest window between a check and Nova.
+# Once bytes are in the kernel they go out even if the process is then frozen; a refusal
+# between the headers and the body leaves Nova an incomplete request, which it drops.
 _send_guard: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar(
     "masakari_nova_send_guard", default=None
 )
@@ -192,7 +196,7 @@ _send_guard: contextvars.ContextVar[Callable[[], None] | None] = contextvars.Con
 
 @contextlib.contextmanager
 def send_guard(check: Callable[[], None]) -> Iterator[None]:
-    """Run ``check`` before each request sent in this block; it raises to refuse one."""
+    """Run ``check`` before each write of a request sent in this block; it raises to refuse."""
     token = _send_guard.set(check)
     try:
         yield
@@ -200,12 +204,39 @@ def send_guard(check: Callable[[], None]) -> Iterator[None]:
         _send_guard.reset(token)
 
 
+def _check_send() -> None:
+    check = _send_guard.get()
+    if check is not None:
+        check()
+
+
+class _GuardedHTTPConnection(urllib3.connection.HTTPConnection):
+    def send(self, data: Any) -> None:
+        _check_send()
+        super().send(data)
+
+
+class _GuardedHTTPSConnection(urllib3.connection.HTTPSConnection):
+    def send(self, data: Any) -> None:
+        _check_send()
+        super().send(data)
+
+
+class _GuardedHTTPPool(urllib3.HTTPConnectionPool):
+    ConnectionCls = _GuardedHTTPConnection
+
+
+class _GuardedHTTPSPool(urllib3.HTTPSConnectionPool):
+    ConnectionCls = _GuardedHTTPSConnection
+
+
 class _GuardedHTTPAdapter(requests.adapters.HTTPAdapter):
-    def send(self, request: Any, *args: Any, **kwargs: Any) -> Any:
-        check = _send_guard.get()
-        if check is not None:
-            check()
-        return super().send(request, *args, **kwargs)
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = {
+            "http": _GuardedHTTPPool,
+            "https": _GuardedHTTPSPool,
+        }
 
 
 def _guard_transport(session: ks_session.Session) -> None:

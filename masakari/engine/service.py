@@ -111,6 +111,7 @@ class EngineService:
         self._lock = threading.Lock()
         self._active: dict[str, _Work] = {}
         self._wake = threading.Event()
+        self._db_down = threading.Event()
         self._stopping = threading.Event()
         self._sweep_due = True
         self._hwm = 0
@@ -183,14 +184,27 @@ class EngineService:
             self._hwm = queue.max_id(session)
         self._lwm = 0
 
-    def _guard(self, step: Callable[[], Any]) -> None:
-        """A database hiccup must not kill the loop: log it and try again next round."""
+    def _guard(self, step: Callable[[], Any], proves_db_up: bool = True) -> None:
+        """A database failure must not kill the loop: say so once per outage, go on.
+
+        Steps run again next round; claims whose renewals keep failing end with their leases.
+        """
+        name = getattr(step, "__name__", step)
         try:
             step()
         except database.DB_ERRORS as exc:
-            LOG.warning("Engine step %s failed: %s", getattr(step, "__name__", step), exc)
+            if not database.unreachable(exc):
+                LOG.warning("Engine step %s failed: %s", name, exc)
+            elif not self._db_down.is_set():
+                self._db_down.set()
+                LOG.error("Database unreachable (engine step %s): %s", name, exc)
+            return
         except Exception:
-            LOG.exception("Engine step %s failed", getattr(step, "__name__", step))
+            LOG.exception("Engine step %s failed", name)
+            return
+        if proves_db_up and self._db_down.is_set():
+            self._db_down.clear()
+            LOG.warning("Database reachable again")
 
     def _free(self, retry: bool) -> int:
         with self._lock:
@@ -357,7 +371,8 @@ class EngineService:
 
     def _heartbeat(self) -> None:
         while not self._stopping.wait(self.renew_interval):
-            self._guard(self.renew_claims)
+            # A round with nothing to renew does not reach the database: it proves nothing.
+            self._guard(self.renew_claims, proves_db_up=False)
 
     def renew_claims(self) -> None:
         """Push our claims' expiry back; a claim found lost stops its recovery at once.
