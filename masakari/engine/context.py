@@ -3,67 +3,21 @@
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import threading
-import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TypeVar
 
 from oslo_config import cfg
 
 from masakari import exception
+from masakari.engine.effects import Effects
 from masakari.engine.errors import Cancelled, PollTimeout
 from masakari.engine.lease import Lease
+from masakari.engine.ports import Clock, NovaReads
 
-if TYPE_CHECKING:
-    from masakari.engine.effects import Effects
-
-__all__ = ["Cancelled", "Clock", "Nova", "NovaReads", "PollTimeout", "RunContext"]
+__all__ = ["Cancelled", "Clock", "NovaReads", "PollTimeout", "RunContext"]
 
 T = TypeVar("T")
-
-Server = dict[str, Any]
-Service = dict[str, Any]
-
-
-class NovaReads(Protocol):
-    """What recovery code may ask Nova directly: reads. Changes go through ``Effects``."""
-
-    def find_compute_services(self, host: str) -> list[Service]: ...
-    def list_servers_on_host(self, host: str) -> list[Server]: ...
-    def get_server(self, server_id: str) -> Server: ...
-    def list_aggregates(self) -> list[dict[str, Any]]: ...
-
-
-class Nova(NovaReads, Protocol):
-    """The part of ``masakari.compute.nova.NovaClient`` the engine uses."""
-
-    def disable_service(self, service_id: str, reason: str | None = None) -> Any: ...
-    def enable_service(self, service_id: str) -> Any: ...
-    def force_down_service(self, service_id: str, forced_down: bool = True) -> Any: ...
-    def lock_server(self, server_id: str) -> Any: ...
-    def unlock_server(self, server_id: str) -> Any: ...
-    def reset_state(self, server_id: str, state: str) -> Any: ...
-    def stop_server(self, server_id: str) -> Any: ...
-    def start_server(self, server_id: str) -> Any: ...
-    def evacuate(self, server_id: str, host: str | None = None) -> Any: ...
-    def add_host_to_aggregate(self, aggregate_id: Any, host: str) -> Any: ...
-
-
-class Clock:
-    """Wall time (naive UTC, as the database stores it), monotonic time and sleep."""
-
-    def now(self) -> datetime.datetime:
-        return datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
-
-    def monotonic(self) -> float:
-        return time.monotonic()
-
-    def sleep(self, seconds: float, cancel: threading.Event) -> None:
-        """Sleep, waking early (and raising Cancelled) when ``cancel`` is set."""
-        if cancel.wait(max(seconds, 0.0)):
-            raise Cancelled()
-
 
 @dataclasses.dataclass
 class RunContext:

@@ -30,8 +30,8 @@ from masakari.db import statuses as st
 from masakari.db.database import Database, read, transaction
 from masakari.db.hosts import RecoveryHost
 from masakari.db.vmoves import Plan, VMoveData
-from masakari.engine.context import Clock, Nova, NovaReads, Server, Service
 from masakari.engine.lease import Lease, LeaseLost
+from masakari.engine.ports import Clock, Nova, NovaReads, Server, Service
 
 T = TypeVar("T")
 

@@ -28,9 +28,11 @@ from masakari.db import claims, database, queue, statuses
 from masakari.db.database import Database, transaction
 from masakari.db.queue import Candidate
 from masakari.engine import tasks
-from masakari.engine.context import Cancelled, Clock, Nova, RunContext
+from masakari.engine.context import RunContext
 from masakari.engine.effects import Effects, LeasedReads
+from masakari.engine.errors import Cancelled
 from masakari.engine.lease import Lease, LeaseLost
+from masakari.engine.ports import Clock, Nova
 from masakari.engine.recovery import dispatch
 from masakari.engine.recovery.flow import FlowTasks
 

@@ -15,8 +15,9 @@ from collections.abc import Sequence
 
 from masakari import exception
 from masakari.db.statuses import VMOVE_FAILED, VMOVE_ONGOING, VMOVE_PENDING, VMOVE_SUCCEEDED
-from masakari.engine.context import Cancelled, PollTimeout, RunContext, Server, nova_message
+from masakari.engine.context import Cancelled, PollTimeout, RunContext, nova_message
 from masakari.engine.effects import Plan, VMoveData
+from masakari.engine.ports import Server
 from masakari.engine.recovery.flow import TaskContext, required, task
 
 LOG = logging.getLogger(__name__)

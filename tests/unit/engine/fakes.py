@@ -8,7 +8,8 @@ import threading
 from typing import Any
 
 from masakari import exception
-from masakari.engine.context import Cancelled, Clock
+from masakari.engine.errors import Cancelled
+from masakari.engine.ports import Clock
 
 
 class FakeClock(Clock):

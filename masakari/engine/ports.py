@@ -1,0 +1,52 @@
+"""What the engine needs from outside: Nova (its reads, and its changes), and a clock."""
+
+from __future__ import annotations
+
+import datetime
+import threading
+import time
+from typing import Any, Protocol
+
+from masakari.engine.errors import Cancelled
+
+Server = dict[str, Any]
+Service = dict[str, Any]
+
+
+class NovaReads(Protocol):
+    """What recovery code may ask Nova directly: reads. Changes go through ``Effects``."""
+
+    def find_compute_services(self, host: str) -> list[Service]: ...
+    def list_servers_on_host(self, host: str) -> list[Server]: ...
+    def get_server(self, server_id: str) -> Server: ...
+    def list_aggregates(self) -> list[dict[str, Any]]: ...
+
+
+class Nova(NovaReads, Protocol):
+    """The part of ``masakari.compute.nova.NovaClient`` the engine uses."""
+
+    def disable_service(self, service_id: str, reason: str | None = None) -> Any: ...
+    def enable_service(self, service_id: str) -> Any: ...
+    def force_down_service(self, service_id: str, forced_down: bool = True) -> Any: ...
+    def lock_server(self, server_id: str) -> Any: ...
+    def unlock_server(self, server_id: str) -> Any: ...
+    def reset_state(self, server_id: str, state: str) -> Any: ...
+    def stop_server(self, server_id: str) -> Any: ...
+    def start_server(self, server_id: str) -> Any: ...
+    def evacuate(self, server_id: str, host: str | None = None) -> Any: ...
+    def add_host_to_aggregate(self, aggregate_id: Any, host: str) -> Any: ...
+
+
+class Clock:
+    """Wall time (naive UTC, as the database stores it), monotonic time and sleep."""
+
+    def now(self) -> datetime.datetime:
+        return datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+    def sleep(self, seconds: float, cancel: threading.Event) -> None:
+        """Sleep, waking early (and raising Cancelled) when ``cancel`` is set."""
+        if cancel.wait(max(seconds, 0.0)):
+            raise Cancelled()
