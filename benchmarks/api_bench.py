@@ -17,6 +17,7 @@ the ratio project/reference of requests/s.
 from __future__ import annotations
 
 import argparse
+import collections
 import concurrent.futures
 import http.client
 import json
@@ -225,21 +226,20 @@ def scenarios(ids: dict[str, str]) -> list[tuple[str, Request, int]]:
 
 def measure(
     port: int, build: Request, expected: int, requests: int, concurrency: int
-) -> dict[str, float]:
+) -> dict[str, Any]:
     clients = [Client(port) for _ in range(concurrency)]
     counter = iter(range(requests))
     latencies: list[float] = []
-    errors = 0
+    unexpected: list[int] = []
 
     def worker(client: Client) -> None:
-        nonlocal errors
         for i in counter:
             method, path, body = build(i)
             start = time.perf_counter()
             status, _ = client.call(method, path, body)
             latencies.append(time.perf_counter() - start)
             if status != expected:
-                errors += 1
+                unexpected.append(status)
 
     # Warm-up: caches, connection setup, lazy imports.
     for i in range(min(20, requests)):
@@ -253,7 +253,8 @@ def measure(
         "rps": len(ordered) / elapsed,
         "p50": statistics.median(ordered) * 1000,
         "p99": ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] * 1000,
-        "errors": errors,
+        "errors": len(unexpected),
+        "unexpected": dict(collections.Counter(unexpected)),
     }
 
 
@@ -292,8 +293,10 @@ def main() -> int:
             ref = reference[label]
             line += f"{ref['rps']:>11.0f}{ref['p50']:>9.1f}{ref['p99']:>9.1f}"
             line += f"{mine['rps'] / ref['rps']:>7.2f}x"
-        if mine["errors"] or (reference and reference[label]["errors"]):
-            line += "  (unexpected statuses!)"
+        if mine["errors"]:
+            line += f"  (project: unexpected statuses {mine['unexpected']})"
+        if reference and reference[label]["errors"]:
+            line += f"  (reference: unexpected statuses {reference[label]['unexpected']})"
         print(line)
     return 0
 

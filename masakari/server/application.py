@@ -21,7 +21,6 @@ class APIServer(BaseApplication):  # type: ignore[misc]  # gunicorn is untyped
 
     def load_config(self) -> None:
         values = settings.gunicorn_settings(self.conf)
-        values["access_log_format"] = self.conf.wsgi.wsgi_log_format
         for name, value in values.items():
             self.cfg.set(name, value)
 
@@ -30,6 +29,7 @@ class APIServer(BaseApplication):  # type: ignore[misc]  # gunicorn is untyped
             api_app.build(self.conf),
             max_body=max_request_body_size(self.conf),
             threads=settings.thread_count(self.conf),
+            access_format=self.conf.wsgi.wsgi_log_format,
         )
 
 

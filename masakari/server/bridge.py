@@ -16,10 +16,13 @@ from __future__ import annotations
 import asyncio
 import io
 import sys
+import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
-from urllib.parse import unquote_to_bytes
+from urllib.parse import quote, unquote_to_bytes
+
+from masakari.server.logs import DEFAULT_LINE, log_access
 
 WSGIApp = Callable[..., Iterable[bytes]]
 Scope = dict[str, Any]
@@ -38,9 +41,12 @@ class ClientGone(Exception):
 class WSGIBridge:
     """An ASGI application that runs ``app`` in a thread pool of ``threads`` threads."""
 
-    def __init__(self, app: WSGIApp, max_body: int, threads: int) -> None:
+    def __init__(
+        self, app: WSGIApp, max_body: int, threads: int, access_format: str = DEFAULT_LINE
+    ) -> None:
         self.app = app
         self.max_body = max_body
+        self.access_format = access_format
         self.executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="wsgi")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -59,12 +65,16 @@ class WSGIBridge:
             # that is still there, and the unfinished body closes the connection.
             await _send(send, 408, [(b"content-type", b"text/plain")], BODY_TIMEOUT)
             return
+        started = time.monotonic()
         environ = make_environ(scope, body, declared)
         loop = asyncio.get_running_loop()
         status, headers, payload = await loop.run_in_executor(
             self.executor, call_wsgi, self.app, environ
         )
         await _send(send, status, headers, payload)
+        log_access(
+            self.access_format, environ, status, headers, len(payload), time.monotonic() - started
+        )
 
     async def _body(self, scope: Scope, receive: Receive) -> tuple[bytes, int]:
         """The body read, and the length to tell the application."""
@@ -124,6 +134,7 @@ def make_environ(scope: Scope, body: bytes, length: int) -> dict[str, Any]:
         "SERVER_PROTOCOL": f"HTTP/{scope['http_version']}",
         "REMOTE_ADDR": str(client[0]),
         "REMOTE_PORT": str(client[1]),
+        "RAW_URI": _raw_uri(raw_path, scope.get("query_string", b"")),
         "wsgi.version": (1, 0),
         "wsgi.url_scheme": scope.get("scheme", "http"),
         "wsgi.input": io.BytesIO(body),
@@ -145,6 +156,12 @@ def make_environ(scope: Scope, body: bytes, length: int) -> dict[str, Any]:
     if length or "CONTENT_LENGTH" in environ:
         environ["CONTENT_LENGTH"] = str(length)
     return environ
+
+
+def _raw_uri(raw_path: bytes, query: bytes) -> str:
+    # For the access line only: the target as sent, control characters quoted.
+    target = raw_path + (b"?" + query if query else b"")
+    return quote(target, safe="/?=&%:@!$'()*+,;~[]")
 
 
 def call_wsgi(

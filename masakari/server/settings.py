@@ -74,6 +74,8 @@ def gunicorn_settings(conf: cfg.ConfigOpts) -> dict[str, Any]:
         "secure_scheme_headers": {},
         "proxy_protocol": "off",
         "asgi_lifespan": "off",
+        # uvloop (a dependency) when it imports, else asyncio's loop.
+        "asgi_loop": "auto",
         "control_socket_disable": True,
         "proc_name": "masakari-api",
         "logger_class": "masakari.server.logs.Logger",
