@@ -7,6 +7,7 @@ import io
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -30,8 +31,12 @@ class APIProcess:
         workers: int = 2,
         extra: str = "",
         sync_url: str | None = None,
+        scheme: str = "http",
+        ca_file: str | None = None,
     ) -> None:
         self.port = free_port()
+        self.scheme = scheme
+        self.ca_file = ca_file
         self.log_path = os.path.join(directory, "masakari-api.log")
         self.conf = os.path.join(directory, "masakari.conf")
         with open(self.conf, "w") as fh:
@@ -76,11 +81,22 @@ class APIProcess:
             if self.proc.poll() is not None:
                 raise AssertionError(f"masakari-api exited: {self.log()}")
             try:
-                if request(self.port, "GET", "/")[0] == 200:
+                if self._root_status() == 200:
                     return
             except OSError:
                 time.sleep(0.1)
         raise AssertionError(f"masakari-api did not answer: {self.log()}")
+
+    def _root_status(self) -> int:
+        if self.scheme == "http":
+            return request(self.port, "GET", "/")[0]
+        context = ssl.create_default_context(cafile=self.ca_file)
+        conn = http.client.HTTPSConnection("127.0.0.1", self.port, context=context, timeout=5)
+        try:
+            conn.request("GET", "/")
+            return conn.getresponse().status
+        finally:
+            conn.close()
 
     def log(self) -> str:
         try:
