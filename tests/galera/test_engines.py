@@ -166,9 +166,12 @@ def test_a_node_restart_under_apis_and_engines_loses_nothing(
     galera, galera_urls, dbs, sim, engines, tmp_path
 ):
     """Node 1 (an API process's and an engine's) stops for a few seconds and comes back."""
-    conf = make_conf(sim)
+    # A node joining holds every commit in the cluster for about 2 s (more on a loaded
+    # machine): the engines on the other nodes must keep their leases through that, as they
+    # do with the default 15 s; the 3.5 s of the fast test timings would not.
+    conf = make_conf(sim, engine_claim_timeout=10, engine_claim_margin=2)
     segment = add_segment(dbs[0], "auto")
-    hosts = [f"compute-{i}" for i in range(12)]
+    hosts = [f"compute-{i}" for i in range(24)]
     for name in hosts:
         sim.add_service(name)
         add_host(dbs[0], segment, name)
@@ -224,8 +227,9 @@ def test_a_node_restart_under_apis_and_engines_loses_nothing(
         final = wait_final(dbs[0], nids, timeout=120)
 
     assert len(accepted) > 30, (accepted, refused)
-    # Refusals are the API on the stopped node answering that its database is gone.
-    assert {status for status, _ in refused} <= {0, 500, 503}, refused
+    # Refusals are the API on the stopped (then joining) node answering that its database
+    # is unreachable: a 503 to retry, never a 500.
+    assert {status for status, _ in refused} <= {503}, refused
     assert set(final.values()) == {"finished"}, final
     servers = [vm for _, vm in accepted]
     owners = [f"engine-{n}" for n in range(3)]
