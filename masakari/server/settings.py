@@ -22,6 +22,8 @@ MAX_THREADS = 64
 MIN_THREADS = 8
 # Seconds a stopping worker lets requests in progress finish.
 GRACEFUL_TIMEOUT = 10
+# A worker silent this long is restarted; a request body stalled this long is dropped (408).
+WORKER_TIMEOUT = 30
 # The longest request line gunicorn accepts (the reference's eventlet allows 8192 bytes).
 REQUEST_LINE_LIMIT = 8190
 # client_socket_timeout = 0 means "never time out"; gunicorn wants a number of seconds.
@@ -64,6 +66,7 @@ def gunicorn_settings(conf: cfg.ConfigOpts) -> dict[str, Any]:
         "http_protocols": "h1",
         "keepalive": keepalive(conf),
         "graceful_timeout": GRACEFUL_TIMEOUT,
+        "timeout": WORKER_TIMEOUT,
         "limit_request_line": REQUEST_LINE_LIMIT,
         # One header line, as the reference's max_header_line.
         "limit_request_field_size": conf.wsgi.max_header_line,
