@@ -27,14 +27,20 @@ class APIServer(BaseApplication):  # type: ignore[misc]  # gunicorn is untyped
     def load(self) -> Any:
         return bridge.WSGIBridge(
             api_app.build(self.conf),
-            max_body=max_request_body_size(self.conf),
+            max_body=server_body_limit(self.conf),
             threads=settings.thread_count(self.conf),
             access_format=self.conf.wsgi.wsgi_log_format,
         )
 
 
-def max_request_body_size(conf: cfg.ConfigOpts) -> int:
-    """[oslo_middleware] max_request_body_size, the limit the API's sizelimit applies."""
+# The least the server buffers of one request body, whatever the application's limit.
+MIN_SERVER_BODY_LIMIT = 1024 * 1024
+
+
+def server_body_limit(conf: cfg.ConfigOpts) -> int:
+    """What the server reads of a body before it answers 413 itself: at least 1 MiB, and
+    never less than [oslo_middleware] max_request_body_size, so that the API's own size
+    limit answers first on /v1 and the version document at / reads what it is sent."""
     for group, opts in middleware_opts.list_opts_sizelimit():
         conf.register_opts(opts, group=group)
-    return int(conf.oslo_middleware.max_request_body_size)
+    return max(MIN_SERVER_BODY_LIMIT, int(conf.oslo_middleware.max_request_body_size))

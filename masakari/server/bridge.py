@@ -2,13 +2,15 @@
 
 The worker parses requests in its event loop, so a connection costs a thread only while
 the application runs. This bridge keeps it that way for request bodies too: the body is
-read into memory in the event loop (never more than the size limit plus one byte) before
-a thread is taken, so a client that sends its body slowly holds no thread either.
+read into memory in the event loop before a thread is taken, so a client that sends its
+body slowly holds no thread either. A chunked body reaches the application de-chunked,
+with its length as CONTENT_LENGTH, so that oslo.middleware's size limit treats it as it
+treats a declared length.
 
-A body longer than ``max_body`` is not read to its end. The application then gets the
-bytes read so far and a CONTENT_LENGTH that says the body is longer than the limit (the
-declared length, or ``max_body + 1`` for a chunked body), so that oslo.middleware's size
-limit answers 413 exactly as it does for a declared Content-Length.
+``max_body`` bounds that memory: a body declared or found longer is answered 413 here,
+without running the application and without reading the rest. It is meant to be well
+above the application's own limit ([oslo_middleware] max_request_body_size), which then
+answers with its usual 413 on /v1 while / still reads bodies of any size up to it.
 """
 
 from __future__ import annotations
@@ -32,6 +34,10 @@ Send = Callable[[Message], Any]
 
 # PEP 3333 names these two without the HTTP_ prefix.
 _UNPREFIXED = {"content-type": "CONTENT_TYPE", "content-length": "CONTENT_LENGTH"}
+
+
+class TooLarge(Exception):
+    """The request body is longer than the server buffers."""
 
 
 class ClientGone(Exception):
@@ -59,14 +65,17 @@ class WSGIBridge:
             await _send(send, 400, [(b"content-type", b"text/plain")], MISSING_HOST)
             return
         try:
-            body, declared = await self._body(scope, receive)
+            body = await self._body(scope, receive)
+        except TooLarge:
+            await _send(send, 413, [(b"content-type", b"text/plain")], TOO_LARGE)
+            return
         except ClientGone:
             # Gone, or the body stalled past gunicorn's timeout: the answer reaches a client
             # that is still there, and the unfinished body closes the connection.
             await _send(send, 408, [(b"content-type", b"text/plain")], BODY_TIMEOUT)
             return
         started = time.monotonic()
-        environ = make_environ(scope, body, declared)
+        environ = make_environ(scope, body)
         loop = asyncio.get_running_loop()
         status, headers, payload = await loop.run_in_executor(
             self.executor, call_wsgi, self.app, environ
@@ -76,11 +85,10 @@ class WSGIBridge:
             self.access_format, environ, status, headers, len(payload), time.monotonic() - started
         )
 
-    async def _body(self, scope: Scope, receive: Receive) -> tuple[bytes, int]:
-        """The body read, and the length to tell the application."""
+    async def _body(self, scope: Scope, receive: Receive) -> bytes:
         declared = content_length(scope["headers"])
         if declared is not None and declared > self.max_body:
-            return b"", declared
+            raise TooLarge()
         parts: list[bytes] = []
         size = 0
         while True:
@@ -91,14 +99,15 @@ class WSGIBridge:
             parts.append(chunk)
             size += len(chunk)
             if size > self.max_body:
-                return b"".join(parts)[: self.max_body + 1], self.max_body + 1
+                raise TooLarge()
             if not message.get("more_body", False):
-                return b"".join(parts), size
+                return b"".join(parts)
 
     def close(self) -> None:
         self.executor.shutdown(wait=False)
 
 
+TOO_LARGE = b"Request Entity Too Large\n\nThe request body is larger than this server accepts.\n"
 BODY_TIMEOUT = b"Request Timeout\n\nThe request body did not arrive in time.\n"
 MISSING_HOST = b"Bad Request\n\nAn HTTP/1.1 request must carry a Host header.\n"
 
@@ -118,7 +127,7 @@ def content_length(headers: Iterable[tuple[bytes, bytes]]) -> int | None:
     return None
 
 
-def make_environ(scope: Scope, body: bytes, length: int) -> dict[str, Any]:
+def make_environ(scope: Scope, body: bytes) -> dict[str, Any]:
     """The PEP 3333 environ of an ASGI HTTP scope whose body is ``body``."""
     server = scope.get("server") or ("localhost", 80)
     client = scope.get("client") or ("", 0)
@@ -153,8 +162,8 @@ def make_environ(scope: Scope, body: bytes, length: int) -> dict[str, Any]:
         value = raw_value.decode("latin-1")
         environ[key] = f"{environ[key]},{value}" if key in environ else value
     # The body is de-chunked here: the application sees a plain length.
-    if length or "CONTENT_LENGTH" in environ:
-        environ["CONTENT_LENGTH"] = str(length)
+    if body or "CONTENT_LENGTH" in environ:
+        environ["CONTENT_LENGTH"] = str(len(body))
     return environ
 
 

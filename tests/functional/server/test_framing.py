@@ -88,12 +88,36 @@ def test_a_chunked_body_over_the_size_limit_is_413(api: APIProcess) -> None:
     assert b"max_request_body_size" in answer
 
 
-def test_a_declared_length_over_the_size_limit_is_413_without_the_body(api: APIProcess) -> None:
+def test_a_declared_length_over_the_size_limit_is_the_apps_413(api: APIProcess) -> None:
     received, _ = exchange(
         api.port,
         b"POST /v1/segments HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-        b"Content-Length: 100000\r\nConnection: close\r\n\r\n{",
+        b"Content-Length: 5000\r\nConnection: close\r\n\r\n" + b"x" * 5000,
     )
+    [(status, answer)] = responses(received)
+    assert status == 413
+    assert b"max_request_body_size" in answer
+
+
+def test_the_version_document_reads_a_body_over_the_size_limit(api: APIProcess) -> None:
+    # As the reference: / has no size limit and answers the version list to any method.
+    received, _ = exchange(
+        api.port,
+        b"POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b'Content-Length: 5002\r\nConnection: close\r\n\r\n"' + b"x" * 5000 + b'"',
+    )
+    [(status, answer)] = responses(received)
+    assert status == 200, answer
+    assert "versions" in json.loads(answer)
+
+
+def test_a_body_over_what_the_server_buffers_is_413_unread(api: APIProcess) -> None:
+    received, closed = exchange(
+        api.port,
+        b"POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"Content-Length: 2000000\r\n\r\n{",
+    )
+    assert closed
     assert [status for status, _ in responses(received)] == [413]
 
 

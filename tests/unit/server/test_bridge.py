@@ -59,18 +59,39 @@ def test_a_chunked_body_reaches_the_app_whole_with_its_length() -> None:
     assert sent[1]["body"] == b"5:5"
 
 
-def test_a_body_over_the_limit_is_cut_and_announced_longer() -> None:
-    app = bridge.WSGIBridge(_echo, max_body=4, threads=1)
+def test_a_chunked_body_over_the_server_limit_is_413_without_the_app() -> None:
+    calls: list[str] = []
+
+    def app(environ: dict[str, Any], start_response: Any) -> list[bytes]:
+        calls.append("called")
+        return _echo(environ, start_response)
+
     chunks = [{"type": "http.request", "body": b"abc", "more_body": True}] * 3
-    sent = _run(app, _scope([(b"transfer-encoding", b"chunked")]), chunks)
-    # The application is told 5 bytes (limit + 1) and gets no more than that.
-    assert sent[1]["body"] == b"5:5"
+    sent = _run(
+        bridge.WSGIBridge(app, max_body=4, threads=1),
+        _scope([(b"transfer-encoding", b"chunked")]),
+        chunks,
+    )
+    assert sent[0]["status"] == 413
+    assert calls == []
+    # The rest of the body was not waited for.
+    assert len(chunks) == 1
 
 
-def test_a_declared_length_over_the_limit_is_not_read() -> None:
+def test_a_declared_length_over_the_server_limit_is_413_unread() -> None:
     app = bridge.WSGIBridge(_echo, max_body=4, threads=1)
     sent = _run(app, _scope([(b"content-length", b"1000")]), [])
-    assert sent[1]["body"] == b"1000:0"
+    assert sent[0]["status"] == 413
+
+
+def test_a_body_at_the_server_limit_is_read() -> None:
+    app = bridge.WSGIBridge(_echo, max_body=4, threads=1)
+    sent = _run(
+        app,
+        _scope([(b"content-length", b"4")]),
+        [{"type": "http.request", "body": b"abcd", "more_body": False}],
+    )
+    assert sent[1]["body"] == b"4:4"
 
 
 def test_a_body_that_never_completes_is_408() -> None:
@@ -112,7 +133,6 @@ def test_environ() -> None:
             query_string=b"limit=1",
         ),
         b"{}",
-        2,
     )
     assert environ["HTTP_X_AUTH_TOKEN"] == "good"
     assert environ["HTTP_X_PROJECT_ID"] == "a,b"
