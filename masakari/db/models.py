@@ -208,16 +208,17 @@ class HostGuard(Base):
     )
 
 
-class EvacuationPlan(Base):
-    """How a recovery found an instance before it first changed it, and what to restore."""
+class InstancePlan(Base):
+    """How a recovery found an instance before it first changed it, and what it asked since."""
 
-    __tablename__ = "masakari_evacuation_plans"
+    __tablename__ = "masakari_instance_plans"
 
     created_at: Mapped[datetime.datetime | None] = mapped_column(DateTime, default=utcnow)
     notification_uuid: Mapped[str] = mapped_column(String(36), primary_key=True)
     instance_uuid: Mapped[str] = mapped_column(String(36), primary_key=True)
     vm_state: Mapped[str | None] = mapped_column(String(255))
     stop_after: Mapped[bool] = mapped_column(Boolean, nullable=False)
+    last_action: Mapped[str | None] = mapped_column(String(16))
 
 
 Index("recovery_tasks_notification_idx", RecoveryTask.notification_uuid)

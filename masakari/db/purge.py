@@ -63,7 +63,7 @@ def _delete_notifications(session: orm.Session, uuids: list[str]) -> int:
         models.RecoveryTask,
         models.NotificationClaim,
         models.InstanceLock,
-        models.EvacuationPlan,
+        models.InstancePlan,
     ):
         session.execute(sa.delete(model).where(model.notification_uuid.in_(uuids)))
     result = session.execute(

@@ -1,4 +1,4 @@
-"""Queries on vmoves: the API's reads, the engine's writes, and evacuation plans."""
+"""Queries on vmoves: the API's reads and the engine's writes."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from sqlalchemy import orm
 
 from masakari import exception
-from masakari.db.models import EvacuationPlan, VMove
+from masakari.db.models import VMove
 from masakari.db.paging import paginate
 from masakari.db.statuses import VMOVE_EVACUATION, VMOVE_PENDING
 
@@ -55,14 +55,6 @@ class VMoveData:
     dest_host: str | None
     status: str | None
     message: str | None
-
-
-@dataclasses.dataclass(frozen=True)
-class Plan:
-    """An instance as a recovery first found it, and whether to stop it once evacuated."""
-
-    vm_state: str | None
-    stop_after: bool
 
 
 def _data(row: VMove) -> VMoveData:
@@ -122,22 +114,3 @@ def of_notification(
         stmt = stmt.where(VMove.id.in_(list(ids)))
     stmt = stmt.order_by(VMove.created_at.desc(), VMove.id.desc())
     return [_data(row) for row in session.scalars(stmt)]
-
-
-def get_plan(session: orm.Session, notification_uuid: str, instance_uuid: str) -> Plan | None:
-    row = session.get(EvacuationPlan, (notification_uuid, instance_uuid))
-    return None if row is None else Plan(row.vm_state, bool(row.stop_after))
-
-
-def put_plan(session: orm.Session, notification_uuid: str, instance_uuid: str, plan: Plan) -> None:
-    """Record the plan once: the first reading of the instance is the one to restore."""
-    if session.get(EvacuationPlan, (notification_uuid, instance_uuid)) is None:
-        session.add(
-            EvacuationPlan(
-                notification_uuid=notification_uuid,
-                instance_uuid=instance_uuid,
-                vm_state=plan.vm_state,
-                stop_after=plan.stop_after,
-            )
-        )
-        session.flush()

@@ -25,11 +25,12 @@ from sqlalchemy import orm
 
 from masakari import exception
 from masakari.compute.nova import send_guard
-from masakari.db import claims, hosts, instance_locks, progress, vmoves
+from masakari.db import claims, hosts, instances, progress, vmoves
 from masakari.db import statuses as st
 from masakari.db.database import Database, read, transaction
 from masakari.db.hosts import RecoveryHost
-from masakari.db.vmoves import Plan, VMoveData
+from masakari.db.instances import Plan
+from masakari.db.vmoves import VMoveData
 from masakari.engine.lease import Lease, LeaseLost
 from masakari.engine.ports import Clock, Nova, NovaReads, Server, Service
 
@@ -120,10 +121,10 @@ class Effects:
         )
 
     def locked_instances(self) -> list[str]:
-        return self._read(lambda s: instance_locks.of_notification(s, self.notification_uuid))
+        return self._read(lambda s: instances.locked(s, self.notification_uuid))
 
     def plan(self, instance_uuid: str) -> Plan | None:
-        return self._read(lambda s: vmoves.get_plan(s, self.notification_uuid, instance_uuid))
+        return self._read(lambda s: instances.get_plan(s, self.notification_uuid, instance_uuid))
 
     # --- database changes ------------------------------------------------------------------------
 
@@ -190,8 +191,8 @@ class Effects:
         """Record how the instance was found; the first record wins and is returned."""
 
         def put(session: orm.Session) -> Plan:
-            vmoves.put_plan(session, self.notification_uuid, instance_uuid, plan)
-            found = vmoves.get_plan(session, self.notification_uuid, instance_uuid)
+            instances.put_plan(session, self.notification_uuid, instance_uuid, plan)
+            found = instances.get_plan(session, self.notification_uuid, instance_uuid)
             return found or plan
 
         return self._write(put)
@@ -247,7 +248,7 @@ class Effects:
 
     def lock_server(self, instance_uuid: str) -> None:
         """Lock in Nova; recorded first, so that whoever finishes the notification unlocks."""
-        self._write(lambda s: instance_locks.record(s, self.notification_uuid, instance_uuid))
+        self._write(lambda s: instances.record_lock(s, self.notification_uuid, instance_uuid))
         self._nova_call(lambda: self._nova.lock_server(instance_uuid))
 
     def unlock_server(self, instance_uuid: str) -> None:
@@ -257,16 +258,25 @@ class Effects:
         except exception.NovaError as exc:
             if exc.status != 404:
                 raise
-        self._write(lambda s: instance_locks.forget(s, instance_uuid))
+        self._write(lambda s: instances.forget_lock(s, instance_uuid))
 
     def reset_state(self, instance_uuid: str, state: str) -> None:
         self._nova_call(lambda: self._nova.reset_state(instance_uuid, state))
 
     def stop_server(self, instance_uuid: str) -> None:
+        """Stop; recorded first, so that an engine taking over knows what was asked."""
+        self._note(instance_uuid, "stop")
         self._nova_call(lambda: self._nova.stop_server(instance_uuid))
 
     def start_server(self, instance_uuid: str) -> None:
+        """Start; recorded first: an engine taking over does not restart it a second time."""
+        self._note(instance_uuid, "start")
         self._nova_call(lambda: self._nova.start_server(instance_uuid))
+
+    def _note(self, instance_uuid: str, action: str) -> None:
+        self._write(
+            lambda s: instances.note_action(s, self.notification_uuid, instance_uuid, action)
+        )
 
     def evacuate(self, instance_uuid: str, host: str | None) -> None:
         self._nova_call(lambda: self._nova.evacuate(instance_uuid, host=host))

@@ -10,10 +10,10 @@ import uuid
 
 import pytest
 
-from masakari.db import claims, hosts, instance_locks, migration, queue, vmoves
+from masakari.db import claims, hosts, instances, migration, queue, vmoves
 from masakari.db.database import Database, transaction
+from masakari.db.instances import Plan
 from masakari.db.models import Host, Notification, Segment
-from masakari.db.vmoves import Plan
 
 T0 = datetime.datetime(2026, 1, 1, 12, 0, 0)
 LATER = T0 + datetime.timedelta(minutes=1)
@@ -238,26 +238,26 @@ def test_vmoves_newest_first(db):
 def test_plan_is_recorded_once(db):
     nid = str(uuid.uuid4())
     with db.reader() as s:
-        assert vmoves.get_plan(s, nid, "vm") is None
-    transaction(db, lambda s: vmoves.put_plan(s, nid, "vm", Plan("error", True)))
-    transaction(db, lambda s: vmoves.put_plan(s, nid, "vm", Plan("active", False)))
-    transaction(db, lambda s: vmoves.put_plan(s, nid, "other", Plan(None, False)))
+        assert instances.get_plan(s, nid, "vm") is None
+    transaction(db, lambda s: instances.put_plan(s, nid, "vm", Plan("error", True)))
+    transaction(db, lambda s: instances.put_plan(s, nid, "vm", Plan("active", False)))
+    transaction(db, lambda s: instances.put_plan(s, nid, "other", Plan(None, False)))
     with db.reader() as s:
-        assert vmoves.get_plan(s, nid, "vm") == Plan("error", True)
-        assert vmoves.get_plan(s, nid, "other") == Plan(None, False)
-        assert vmoves.get_plan(s, str(uuid.uuid4()), "vm") is None
+        assert instances.get_plan(s, nid, "vm") == Plan("error", True)
+        assert instances.get_plan(s, nid, "other") == Plan(None, False)
+        assert instances.get_plan(s, str(uuid.uuid4()), "vm") is None
 
 
 def test_instance_locks(db):
     nid, other = str(uuid.uuid4()), str(uuid.uuid4())
-    transaction(db, lambda s: instance_locks.record(s, nid, "vm1"))
-    transaction(db, lambda s: instance_locks.record(s, nid, "vm2"))
-    transaction(db, lambda s: instance_locks.record(s, nid, "vm1"))  # once per instance
-    transaction(db, lambda s: instance_locks.record(s, other, "vm3"))
+    transaction(db, lambda s: instances.record_lock(s, nid, "vm1"))
+    transaction(db, lambda s: instances.record_lock(s, nid, "vm2"))
+    transaction(db, lambda s: instances.record_lock(s, nid, "vm1"))  # once per instance
+    transaction(db, lambda s: instances.record_lock(s, other, "vm3"))
     with db.reader() as s:
-        assert sorted(instance_locks.of_notification(s, nid)) == ["vm1", "vm2"]
-    transaction(db, lambda s: instance_locks.forget(s, "vm1"))
-    transaction(db, lambda s: instance_locks.forget(s, "gone"))
+        assert sorted(instances.locked(s, nid)) == ["vm1", "vm2"]
+    transaction(db, lambda s: instances.forget_lock(s, "vm1"))
+    transaction(db, lambda s: instances.forget_lock(s, "gone"))
     with db.reader() as s:
-        assert instance_locks.of_notification(s, nid) == ["vm2"]
-        assert instance_locks.of_notification(s, other) == ["vm3"]
+        assert instances.locked(s, nid) == ["vm2"]
+        assert instances.locked(s, other) == ["vm3"]

@@ -27,7 +27,7 @@ PROJECT_TABLES = (
     "masakari_notification_claims",
     "masakari_instance_locks",
     "masakari_host_guards",
-    "masakari_evacuation_plans",
+    "masakari_instance_plans",
 )
 
 

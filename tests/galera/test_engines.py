@@ -256,13 +256,6 @@ def test_a_node_restart_under_apis_and_engines_loses_nothing(
     galera.wait_size(3, timeout=5)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "engine: a takeover runs the instance flow again from its first task, so a VM that "
-        "the cut-off engine already stopped and started is stopped and started a second time"
-    ),
-)
 def test_a_takeover_does_not_repeat_a_restart_the_cut_off_engine_made(galera, dbs, sim, engines):
     """Engine 1's node stops right after it asked Nova to start the VM, before it could
     record that: engine 0 takes the notification over and must not restart the VM again."""

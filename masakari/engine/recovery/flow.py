@@ -52,9 +52,13 @@ class Store:
 
 
 def required(value: T | None, name: str) -> T:
-    """A store value the task cannot run without (a flow configured with the wrong task)."""
+    """A store value the task cannot run without: missing from the notification's payload,
+    or the task was configured in a flow of another notification type."""
     if value is None:
-        raise exception.InvalidConfiguration(message=f"This flow gives its tasks no {name}")
+        raise exception.InvalidConfiguration(
+            message=f"No {name} for this task: the notification's payload has none, or the "
+            "task is configured in a flow that does not give it"
+        )
     return value
 
 

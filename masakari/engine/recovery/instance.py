@@ -35,6 +35,13 @@ def is_handled_event(payload: InstancePayload) -> bool:
     return payload.vir_domain_event in INSTANCE_EVENTS.get(payload.event or "", ())
 
 
+def _started_by_earlier_attempt(ctx: TaskContext, instance_uuid: str) -> bool:
+    """This recovery already asked Nova to start the instance (an engine lost after that):
+    stopping and starting it once more would restart a VM that is recovered or recovering."""
+    plan = ctx.effects.plan(instance_uuid)
+    return plan is not None and plan.last_action == "start"
+
+
 @task("StopInstanceTask")
 def stop_instance(ctx: TaskContext) -> None:
     instance_uuid = required(ctx.store.instance_uuid, "instance_uuid")
@@ -47,6 +54,12 @@ def stop_instance(ctx: TaskContext) -> None:
         LOG.info(msg)
         ctx.update_details(msg, 1.0)
         raise exception.SkipInstanceRecovery()
+
+    if _started_by_earlier_attempt(ctx, instance_uuid):
+        msg = f"Instance '{instance_uuid}' was started by an earlier attempt: not stopped again"
+        LOG.info(msg)
+        ctx.update_details(msg, 1.0)
+        return
 
     vm_state = server.get(VM_STATE)
     if vm_state in ("paused", "rescued"):
@@ -86,6 +99,9 @@ def start_instance(ctx: TaskContext) -> None:
     instance_uuid = required(ctx.store.instance_uuid, "instance_uuid")
     ctx.update_details(f"Starting instance: '{instance_uuid}'")
     vm_state = ctx.nova.get_server(instance_uuid).get(VM_STATE)
+    if vm_state != "stopped" and _started_by_earlier_attempt(ctx, instance_uuid):
+        ctx.update_details(f"Instance '{instance_uuid}' was started by an earlier attempt", 1.0)
+        return
     if vm_state != "stopped":
         msg = (
             f"Invalid state for Instance {instance_uuid}. Expected state: 'STOPPED', Actual state: "

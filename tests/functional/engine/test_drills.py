@@ -226,12 +226,12 @@ def test_engine_cut_from_the_database_stops_before_its_claim_expires(
                 30,
                 "engine A starts evacuating",
             )
-            proxy.cut()  # live connections closed, new ones refused: A cannot renew
+            proxy.stop()  # live connections closed, new ones refused: A cannot renew
             # A renewed at most until now; this expiry can only be earlier than A's next one.
             expires_at = _expires_at(server_db, nid)
             engines("engine-b")
             assert wait_status(server_db, nid, timeout=60) == "finished"
-            proxy.restore()
+            proxy.start()
             time.sleep(2.0)  # A sees its database again: it must not pick the work back up
             assert engine_a.poll() is None
         finally:
@@ -267,21 +267,56 @@ def test_killed_engine_and_a_database_outage_lose_and_double_nothing(
         finally:
             _stop(engine_a)
         # The database goes away for everyone, as in a restart, then comes back.
-        proxy.cut()
+        proxy.stop()
         assert status_of(server_db, nid) == "running"
         time.sleep(1.0)
-        proxy.restore()
+        proxy.start()
 
         b_conf = tmp_path / "engine-b.conf"
         write_engine_conf(b_conf, sim, proxied, user="engine-b", host_failure_recovery_threads=2)
         engine_b = spawn_engine(b_conf, tmp_path / "engine-b.log")
         try:
             wait_for(lambda: (_owner(server_db, nid) or "").startswith("engine-b"), 30, "takeover")
-            proxy.cut()  # and once more while engine B recovers
+            proxy.stop()  # and once more while engine B recovers
             time.sleep(1.0)
-            proxy.restore()
+            proxy.start()
             assert wait_status(server_db, nid, timeout=90) in ("finished", "running")
             wait_for(lambda: status_of(server_db, nid) == "finished", 90, "recovery finishes")
         finally:
             _stop(engine_b)
     _assert_recovered_once(server_db, sim, nid, found)
+
+
+def test_vm_recovery_taken_over_after_start_is_not_restarted(server_db, sim, engines, tmp_path):
+    sim.add_service("compute-1")
+    host = add_host(server_db, add_segment(server_db), "compute-1")
+    vm = sim.add_server(host="compute-1", metadata={"HA_Enabled": "True"})
+    # Nova takes 3 s to answer the start: engine A dies with the request sent.
+    sim.slow(3.0, method="POST", action="os-start")
+    conf_file = tmp_path / "engine-a.conf"
+    write_engine_conf(conf_file, sim, str(server_db.engine.url), user="engine-a")
+    engine_a = spawn_engine(conf_file, tmp_path / "engine-a.log")
+    try:
+        nid = notify(
+            server_db,
+            host,
+            "VM",
+            {"event": "LIFECYCLE", "vir_domain_event": "STOPPED_FAILED", "instance_uuid": vm},
+        )
+        wait_for(
+            lambda: any(c.body == {"os-start": None} for c in sim.calls_by("engine-a")),
+            30,
+            "engine A asks Nova to start the instance",
+        )
+    finally:
+        _stop(engine_a)
+    engines("engine-b")
+    assert wait_status(server_db, nid, timeout=60) == "finished"
+    assert (_owner(server_db, nid) or "") == ""
+    actions = [
+        next(iter(c.body))
+        for c in sim.calls_by("engine-a") + sim.calls_by("engine-b")
+        if c.method == "POST"
+    ]
+    assert actions == ["os-stop", "os-start"], "the instance was restarted a second time"
+    assert sim.server(vm)["OS-EXT-STS:vm_state"] == "active"

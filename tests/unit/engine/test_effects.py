@@ -10,11 +10,11 @@ import pytest
 import sqlalchemy as sa
 
 from masakari import exception
-from masakari.db import instance_locks
+from masakari.db import instances
 from masakari.db import vmoves as db_vmoves
 from masakari.db.database import transaction
+from masakari.db.instances import Plan
 from masakari.db.models import Base, Host, Notification, NotificationClaim
-from masakari.db.vmoves import Plan
 from masakari.engine.lease import LeaseLost
 from tests.unit.engine.conftest import add_rows, make_run, task_rows
 from tests.unit.engine.fakes import nova_error
@@ -66,7 +66,7 @@ def _setup_run(db, nova, clock, world, **kw):
     vmove = transaction(
         db, lambda s: db_vmoves.create(s, run.notification_uuid, "vm", "vm", "compute-1")
     )
-    transaction(db, lambda s: instance_locks.record(s, run.notification_uuid, "vm"))
+    transaction(db, lambda s: instances.record_lock(s, run.notification_uuid, "vm"))
     return run, vmove
 
 
@@ -226,13 +226,13 @@ def test_every_write_goes_through_the_fence(db, nova, clock, world):
 
 def test_lock_server_records_the_lock_before_calling_nova(db, nova, clock, world):
     run, _ = _setup_run(db, nova, clock, world)
-    transaction(db, lambda s: instance_locks.forget(s, "vm"))
+    transaction(db, lambda s: instances.forget_lock(s, "vm"))
     recorded_at_call = []
     real_lock = nova.lock_server
 
     def lock_server(server_id):
         with db.reader() as s:
-            recorded_at_call.append(instance_locks.of_notification(s, run.notification_uuid))
+            recorded_at_call.append(instances.locked(s, run.notification_uuid))
         real_lock(server_id)
 
     nova.lock_server = lock_server

@@ -6,11 +6,11 @@ import pytest
 
 from masakari import exception
 from masakari.db import hosts as db_hosts
-from masakari.db import instance_locks
+from masakari.db import instances
 from masakari.db import vmoves as db_vmoves
 from masakari.db.database import transaction
+from masakari.db.instances import Plan
 from masakari.db.models import VMove
-from masakari.db.vmoves import Plan
 from masakari.engine.lease import LeaseLost
 from masakari.engine.recovery import evacuate
 from masakari.engine.recovery.flow import Flow, Store
@@ -34,12 +34,12 @@ def _status(db, run):
 
 def _plan(db, run, sid):
     with db.reader() as s:
-        return db_vmoves.get_plan(s, run.notification_uuid, sid)
+        return instances.get_plan(s, run.notification_uuid, sid)
 
 
 def _locks(db, run):
     with db.reader() as s:
-        return instance_locks.of_notification(s, run.notification_uuid)
+        return instances.locked(s, run.notification_uuid)
 
 
 def _reserved(db, host_uuid):
@@ -125,7 +125,10 @@ def test_plan_is_the_instance_as_found_recorded_before_the_first_change(
     cloud._call = call
     evacuate.evacuate_and_confirm(run, _move(db, run, "vm"), None)
     assert plans_at_first_change == [plan]
-    assert _plan(db, run, "vm") == plan
+    final = _plan(db, run, "vm")
+    assert (final.vm_state, final.stop_after) == (plan.vm_state, plan.stop_after)
+    # the restoring stop is noted too, before it is sent
+    assert final.last_action == ("stop" if plan.stop_after and vm_state != "active" else None)
 
 
 def test_plan_of_an_earlier_attempt_is_what_is_restored(db, cloud, clock):
@@ -136,12 +139,12 @@ def test_plan_of_an_earlier_attempt_is_what_is_restored(db, cloud, clock):
     run = make_run(db, cloud, clock)
     cloud.add_server("vm", "compute-1", "error")
     transaction(
-        db, lambda s: db_vmoves.put_plan(s, run.notification_uuid, "vm", Plan("paused", True))
+        db, lambda s: instances.put_plan(s, run.notification_uuid, "vm", Plan("paused", True))
     )
     evacuate.evacuate_and_confirm(run, _move(db, run, "vm"), None)
     assert cloud.actions("vm") == ["lock", "evacuate", "stop", "unlock"]
     assert cloud.servers["vm"]["OS-EXT-STS:vm_state"] == "stopped"
-    assert _plan(db, run, "vm") == Plan("paused", True)
+    assert _plan(db, run, "vm") == Plan("paused", True, last_action="stop")
     assert _status(db, run) == [("succeeded", None, "compute-2")]
 
 
@@ -395,7 +398,7 @@ def test_next_attempt_settles_an_evacuation_left_ongoing(db, cloud, clock):
     move = _move(db, run, "vm")
     transaction(db, lambda s: db_vmoves.update(s, move.id, {"status": "ongoing"}))
     transaction(
-        db, lambda s: db_vmoves.put_plan(s, run.notification_uuid, "vm", Plan("error", True))
+        db, lambda s: instances.put_plan(s, run.notification_uuid, "vm", Plan("error", True))
     )
     with pytest.raises(exception.SkipHostRecovery):
         _host_flow(run)
@@ -423,7 +426,7 @@ def test_ignored_error_instance_is_one_in_error_before_the_recovery(db, cloud, c
     cloud.add_server("reset", "compute-1", "error", metadata={"HA_Enabled": "True"})
     cloud.add_server("broken", "compute-1", "error", metadata={"HA_Enabled": "True"})
     nid = run.notification_uuid
-    transaction(db, lambda s: db_vmoves.put_plan(s, nid, "reset", Plan("paused", True)))
+    transaction(db, lambda s: instances.put_plan(s, nid, "reset", Plan("paused", True)))
     _host_flow(run)
     assert [v.instance_uuid for v in _vmoves(db, nid)] == ["reset"]
     assert cloud.servers["reset"]["OS-EXT-STS:vm_state"] == "stopped"

@@ -180,7 +180,7 @@ def test_store_is_shared_by_the_tasks_of_a_flow(db, nova, clock):
 
 def test_required_store_values():
     assert required("compute-1", "host_name") == "compute-1"
-    with pytest.raises(exception.InvalidConfiguration, match="no host_name"):
+    with pytest.raises(exception.InvalidConfiguration, match="No host_name for this task"):
         required(None, "host_name")
 
 

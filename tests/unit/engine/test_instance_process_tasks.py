@@ -62,6 +62,39 @@ def test_stop_start_confirm(db, nova, clock, vm):
     ]
 
 
+def test_an_attempt_after_an_engine_lost_past_start_does_not_restart_again(db, nova, clock, vm):
+    first = make_run(db, nova, clock)
+    run_task(instance.stop_instance, first, instance_uuid=vm)
+    run_task(instance.start_instance, first, instance_uuid=vm)
+    # The first engine is lost here; the next attempt of the same notification runs the flow.
+    again = make_run(db, nova, clock, notification_uuid=first.notification_uuid)
+    assert run_task(instance.stop_instance, again, instance_uuid=vm) == [
+        (1.0, "Instance 'vm' was started by an earlier attempt: not stopped again")
+    ]
+    run_task(instance.start_instance, again, instance_uuid=vm)
+    run_task(instance.confirm_instance_active, again, instance_uuid=vm)
+    assert nova.actions(vm) == ["stop", "start"]
+
+
+def test_an_attempt_after_an_engine_lost_past_stop_starts_it(db, nova, clock, vm):
+    first = make_run(db, nova, clock)
+    run_task(instance.stop_instance, first, instance_uuid=vm)
+    again = make_run(db, nova, clock, notification_uuid=first.notification_uuid)
+    run_task(instance.stop_instance, again, instance_uuid=vm)  # stopped already: no request
+    run_task(instance.start_instance, again, instance_uuid=vm)
+    assert nova.actions(vm) == ["stop", "start"]
+
+
+def test_another_notification_of_the_instance_restarts_it(db, nova, clock, vm):
+    first = make_run(db, nova, clock)
+    for task in (instance.stop_instance, instance.start_instance):
+        run_task(task, first, instance_uuid=vm)
+    later = make_run(db, nova, clock)  # a new crash report: its own notification
+    for task in (instance.stop_instance, instance.start_instance):
+        run_task(task, later, instance_uuid=vm)
+    assert nova.actions(vm) == ["stop", "start", "stop", "start"]
+
+
 @pytest.mark.parametrize("value", ["False", "no", "0", "", "maybe"])
 def test_non_ha_metadata_values_skip(db, nova, clock, value):
     nova.add_server("vm", "compute-1", metadata={"HA_Enabled": value})
