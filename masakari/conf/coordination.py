@@ -21,8 +21,10 @@ OPTS: list[cfg.Opt] = [
             """
 tooz URL of a coordination backend (for example ``etcd3+http://host:2379``).
 Accepted and ignored: the reference took a distributed lock per host while
-recording a notification; this service locks the host's database row instead,
-which serialises any number of API processes without another service.
+recording a notification; this service changes a per-host row of its own
+database in the same transaction (a write that conflicts on every backend,
+Galera included), which serialises any number of API processes without
+another service.
 """
         ),
     ),
