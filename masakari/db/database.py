@@ -57,6 +57,7 @@ class Database:
             create_engine(
                 db.connection,
                 mysql_sql_mode=db.mysql_sql_mode,
+                mysql_wsrep_sync_wait=db.mysql_wsrep_sync_wait,
                 connection_recycle_time=db.connection_recycle_time,
                 max_pool_size=db.max_pool_size,
                 max_overflow=db.max_overflow,
