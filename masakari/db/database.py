@@ -147,6 +147,14 @@ def unreachable(exc: BaseException) -> bool:
 _LINK_ERRORS = (sa.exc.OperationalError, sa.exc.InterfaceError)
 
 
+def _pauses() -> Iterator[float]:
+    """Jittered, doubling pauses between two tries of a transaction."""
+    pause = WRITE_BACKOFF
+    while True:
+        yield pause * (1 + random.random())
+        pause = min(pause * 2, WRITE_BACKOFF_MAX)
+
+
 def transaction(
     db: Database,
     fn: Callable[[orm.Session], T],
@@ -161,8 +169,7 @@ def transaction(
     does not raise (an engine's lease that runs out ends the wait).
     """
     deadline = time.monotonic() + WRITE_RETRY_SECONDS
-    pause = WRITE_BACKOFF
-    while True:
+    for pause in _pauses():
         try:
             with db.writer() as session:
                 return fn(session)
@@ -171,8 +178,8 @@ def transaction(
                 retry_while()
             elif not lost_lock_race(exc) or time.monotonic() > deadline:
                 raise
-        time.sleep(pause * (1 + random.random()))
-        pause = min(pause * 2, WRITE_BACKOFF_MAX)
+        time.sleep(pause)
+    raise AssertionError("unreachable")  # _pauses() never ends
 
 
 def read(
@@ -181,8 +188,7 @@ def read(
     retry_while: Callable[[], None],
 ) -> T:
     """Run ``fn`` in a reader; wait for an unreachable database while ``retry_while`` allows."""
-    pause = WRITE_BACKOFF
-    while True:
+    for pause in _pauses():
         try:
             with db.reader() as session:
                 return fn(session)
@@ -190,8 +196,8 @@ def read(
             if not unreachable(exc):
                 raise
             retry_while()
-        time.sleep(pause * (1 + random.random()))
-        pause = min(pause * 2, WRITE_BACKOFF_MAX)
+        time.sleep(pause)
+    raise AssertionError("unreachable")  # _pauses() never ends
 
 
 def flush_unique(session: orm.Session, error: Exception) -> None:

@@ -7,6 +7,7 @@ assertion is on what Nova received and what the database holds.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import os
@@ -39,6 +40,7 @@ from tests.functional.engine.conftest import (
     wait_status,
     write_engine_conf,
 )
+from tests.support.tcpproxy import TCPProxy
 
 # How the instances of the failed host are found: (vm_state, power_state, task_state).
 STATES = [("active", 1, None), ("error", 0, None), ("stopped", 4, None)] * 2
@@ -160,6 +162,37 @@ def _assert_recovered_once(db: Database, sim: NovaSimulator, nid: str, found: di
         assert s.scalars(sa.select(NotificationClaim)).all() == []
 
 
+@contextlib.contextmanager
+def _proxied(db: Database) -> Iterator[tuple[TCPProxy, str]]:
+    """A TCP proxy in front of the test's database server, and the database URL through it."""
+    url = db.engine.url
+    with TCPProxy(url.host or "127.0.0.1", url.port or _default_port(url)) as proxy:
+        yield (
+            proxy,
+            url.set(host="127.0.0.1", port=proxy.port).render_as_string(hide_password=False),
+        )
+
+
+def _start_evacuating(
+    db: Database, sim: NovaSimulator, tmp_path: Any, db_url: str, host: str
+) -> tuple[subprocess.Popen[bytes], str]:
+    """Engine A on ``db_url``, a host failure posted, and A's first evacuation under way."""
+    conf_file = tmp_path / "engine-a.conf"
+    write_engine_conf(conf_file, sim, db_url, user="engine-a", host_failure_recovery_threads=2)
+    engine_a = spawn_engine(conf_file, tmp_path / "engine-a.log")
+    try:
+        nid = notify(db, host, "COMPUTE_HOST", HOST_DOWN)
+        wait_for(
+            lambda: any(v.status == "ongoing" for v in vmoves(db, nid)),
+            30,
+            "engine A starts evacuating",
+        )
+    except BaseException:
+        _stop(engine_a)
+        raise
+    return engine_a, nid
+
+
 def _stop(proc: subprocess.Popen[bytes]) -> None:
     try:
         os.killpg(proc.pid, signal.SIGCONT)
@@ -169,22 +202,10 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
     proc.wait()
 
 
-def test_frozen_engine_resumed_after_takeover_acts_no_more(
-    server_db, sim, engines, tmp_path
-):
+def test_frozen_engine_resumed_after_takeover_acts_no_more(server_db, sim, engines, tmp_path):
     host, found = _failed_host(server_db, sim)
-    conf_file = tmp_path / "engine-a.conf"
-    write_engine_conf(
-        conf_file, sim, str(server_db.engine.url), user="engine-a", host_failure_recovery_threads=2
-    )
-    engine_a = spawn_engine(conf_file, tmp_path / "engine-a.log")
+    engine_a, nid = _start_evacuating(server_db, sim, tmp_path, str(server_db.engine.url), host)
     try:
-        nid = notify(server_db, host, "COMPUTE_HOST", HOST_DOWN)
-        wait_for(
-            lambda: any(v.status == "ongoing" for v in vmoves(server_db, nid)),
-            30,
-            "engine A starts evacuating",
-        )
         os.killpg(engine_a.pid, signal.SIGSTOP)
         engines("engine-b")
         wait_for(lambda: (_owner(server_db, nid) or "").startswith("engine-b"), 30, "takeover")
@@ -208,24 +229,10 @@ def test_frozen_engine_resumed_after_takeover_acts_no_more(
 def test_engine_cut_from_the_database_stops_before_its_claim_expires(
     server_db, sim, engines, tmp_path
 ):
-    from tests.support.tcpproxy import TCPProxy
-
     host, found = _failed_host(server_db, sim)
-    url = server_db.engine.url
-    with TCPProxy(url.host or "127.0.0.1", url.port or _default_port(url)) as proxy:
-        proxied = url.set(host="127.0.0.1", port=proxy.port).render_as_string(
-            hide_password=False
-        )
-        conf_file = tmp_path / "engine-a.conf"
-        write_engine_conf(conf_file, sim, proxied, user="engine-a", host_failure_recovery_threads=2)
-        engine_a = spawn_engine(conf_file, tmp_path / "engine-a.log")
+    with _proxied(server_db) as (proxy, proxied):
+        engine_a, nid = _start_evacuating(server_db, sim, tmp_path, proxied, host)
         try:
-            nid = notify(server_db, host, "COMPUTE_HOST", HOST_DOWN)
-            wait_for(
-                lambda: any(v.status == "ongoing" for v in vmoves(server_db, nid)),
-                30,
-                "engine A starts evacuating",
-            )
             proxy.stop()  # live connections closed, new ones refused: A cannot renew
             # A renewed at most until now; this expiry can only be earlier than A's next one.
             expires_at = _expires_at(server_db, nid)
@@ -246,26 +253,10 @@ def test_engine_cut_from_the_database_stops_before_its_claim_expires(
 def test_killed_engine_and_a_database_outage_lose_and_double_nothing(
     server_db, sim, engines, tmp_path
 ):
-    from tests.support.tcpproxy import TCPProxy
-
     host, found = _failed_host(server_db, sim)
-    url = server_db.engine.url
-    with TCPProxy(url.host or "127.0.0.1", url.port or _default_port(url)) as proxy:
-        proxied = url.set(host="127.0.0.1", port=proxy.port).render_as_string(
-            hide_password=False
-        )
-        conf_file = tmp_path / "engine-a.conf"
-        write_engine_conf(conf_file, sim, proxied, user="engine-a", host_failure_recovery_threads=2)
-        engine_a = spawn_engine(conf_file, tmp_path / "engine-a.log")
-        try:
-            nid = notify(server_db, host, "COMPUTE_HOST", HOST_DOWN)
-            wait_for(
-                lambda: any(v.status == "ongoing" for v in vmoves(server_db, nid)),
-                30,
-                "engine A starts evacuating",
-            )
-        finally:
-            _stop(engine_a)
+    with _proxied(server_db) as (proxy, proxied):
+        engine_a, nid = _start_evacuating(server_db, sim, tmp_path, proxied, host)
+        _stop(engine_a)
         # The database goes away for everyone, as in a restart, then comes back.
         proxy.stop()
         assert status_of(server_db, nid) == "running"
