@@ -74,16 +74,19 @@ class WSGIBridge:
             # that is still there, and the unfinished body closes the connection.
             await _send(send, 408, [(b"content-type", b"text/plain")], BODY_TIMEOUT)
             return
-        started = time.monotonic()
         environ = make_environ(scope, body)
         loop = asyncio.get_running_loop()
-        status, headers, payload = await loop.run_in_executor(
-            self.executor, call_wsgi, self.app, environ
-        )
+        status, headers, payload = await loop.run_in_executor(self.executor, self._serve, environ)
         await _send(send, status, headers, payload)
-        log_access(
-            self.access_format, environ, status, headers, len(payload), time.monotonic() - started
-        )
+
+    def _serve(self, environ: dict[str, Any]) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+        # The access line is written here, in the request's thread: a log write that stalls
+        # (a busy disk, a full pipe) must not stall the event loop and every connection.
+        started = time.monotonic()
+        status, headers, payload = call_wsgi(self.app, environ)
+        seconds = time.monotonic() - started
+        log_access(self.access_format, environ, status, headers, len(payload), seconds)
+        return status, headers, payload
 
     async def _body(self, scope: Scope, receive: Receive) -> bytes:
         declared = content_length(scope["headers"])
