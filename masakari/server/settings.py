@@ -26,6 +26,8 @@ GRACEFUL_TIMEOUT = 10
 WORKER_TIMEOUT = 30
 # The longest request line gunicorn accepts (the reference's eventlet allows 8192 bytes).
 REQUEST_LINE_LIMIT = 8190
+# In memory, where it exists.
+HEARTBEAT_DIR = "/dev/shm"
 # client_socket_timeout = 0 means "never time out"; gunicorn wants a number of seconds.
 FOREVER = 10 * 365 * 24 * 3600
 
@@ -80,6 +82,9 @@ def gunicorn_settings(conf: cfg.ConfigOpts) -> dict[str, Any]:
         # uvloop (a dependency) when it imports, else asyncio's loop.
         "asgi_loop": "auto",
         "control_socket_disable": True,
+        # The worker's heartbeat touches a file every second from its event loop: on a
+        # busy disk that stalls every connection of the worker (gunicorn's advice).
+        "worker_tmp_dir": HEARTBEAT_DIR if os.path.isdir(HEARTBEAT_DIR) else None,
         "proc_name": "masakari-api",
         "logger_class": "masakari.server.logs.Logger",
         "pre_request": pre_request,

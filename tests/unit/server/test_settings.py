@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from types import SimpleNamespace
 from typing import Any
 
@@ -26,6 +27,8 @@ def test_defaults(tmp_path: Any) -> None:
     assert values["http_parser"] == "fast"
     assert values["forwarded_allow_ips"] == ""
     assert "certfile" not in values
+    if os.path.isdir("/dev/shm"):
+        assert values["worker_tmp_dir"] == "/dev/shm"
 
 
 def test_server_options(tmp_path: Any) -> None:
