@@ -106,9 +106,6 @@ class WSGIBridge:
             if not message.get("more_body", False):
                 return b"".join(parts)
 
-    def close(self) -> None:
-        self.executor.shutdown(wait=False)
-
 
 TOO_LARGE = b"Request Entity Too Large\n\nThe request body is larger than this server accepts.\n"
 BODY_TIMEOUT = b"Request Timeout\n\nThe request body did not arrive in time.\n"
