@@ -82,3 +82,17 @@ def locked(session: orm.Session, notification_uuid: str) -> list[str]:
             )
         )
     )
+
+
+def forget_actions(session: orm.Session, notification_uuid: str) -> None:
+    """An attempt ended with an outcome: what it asked Nova for is no longer in flight.
+
+    A retry then recovers from scratch, as the reference does; only a takeover (an attempt
+    that never ended) skips what the lost one already asked.
+    """
+    session.execute(
+        sa.update(InstancePlan)
+        .where(InstancePlan.notification_uuid == notification_uuid)
+        .values(last_action=None)
+        .execution_options(synchronize_session=False)
+    )

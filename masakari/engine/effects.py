@@ -227,13 +227,16 @@ class Effects:
         Fenced by the claim in the database only: an outcome reached just after the local
         deadline is still the truth while nobody else took the notification over.
         """
-        return transaction(
-            self._db,
-            lambda s: claims.finish(
-                s, self.notification_uuid, self.lease.owner, self.lease.token, status, message
-            ),
-            retry_while=self.lease.check,
-        )
+
+        def finish(session: orm.Session) -> bool:
+            if not claims.finish(
+                session, self.notification_uuid, self.lease.owner, self.lease.token, status, message
+            ):
+                return False
+            instances.forget_actions(session, self.notification_uuid)
+            return True
+
+        return transaction(self._db, finish, retry_while=self.lease.check)
 
     # --- Nova changes ----------------------------------------------------------------------------
 

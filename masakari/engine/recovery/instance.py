@@ -36,8 +36,9 @@ def is_handled_event(payload: InstancePayload) -> bool:
 
 
 def _started_by_earlier_attempt(ctx: TaskContext, instance_uuid: str) -> bool:
-    """This recovery already asked Nova to start the instance (an engine lost after that):
-    stopping and starting it once more would restart a VM that is recovered or recovering."""
+    """An attempt that never ended (its engine was lost) already asked Nova to start the
+    instance: stopping and starting it once more would restart a VM that is recovered or
+    recovering. An attempt that ended (in error, retried later) leaves no such mark."""
     plan = ctx.effects.plan(instance_uuid)
     return plan is not None and plan.last_action == "start"
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import pytest
+import sqlalchemy as sa
 
 from masakari import exception
+from masakari.db.models import Notification
 from masakari.engine.context import PollTimeout
 from masakari.engine.progress import FlowProgress
 from masakari.engine.recovery import host, instance, process
@@ -83,6 +85,24 @@ def test_an_attempt_after_an_engine_lost_past_stop_starts_it(db, nova, clock, vm
     run_task(instance.stop_instance, again, instance_uuid=vm)  # stopped already: no request
     run_task(instance.start_instance, again, instance_uuid=vm)
     assert nova.actions(vm) == ["stop", "start"]
+
+
+def test_a_retry_after_an_attempt_that_ended_restarts_it(db, nova, clock, vm):
+    """The periodic retry of an ``error`` notification runs the flow from scratch."""
+    first = make_run(db, nova, clock)
+    for task in (instance.stop_instance, instance.start_instance):
+        run_task(task, first, instance_uuid=vm)
+    assert first.effects.finish("error", None)
+    with db.writer() as s:  # the retry task claims it again: running, a new claim
+        s.execute(
+            sa.update(Notification)
+            .where(Notification.notification_uuid == first.notification_uuid)
+            .values(status="running")
+        )
+    retry = make_run(db, nova, clock, notification_uuid=first.notification_uuid)
+    for task in (instance.stop_instance, instance.start_instance):
+        run_task(task, retry, instance_uuid=vm)
+    assert nova.actions(vm) == ["stop", "start", "stop", "start"]
 
 
 def test_another_notification_of_the_instance_restarts_it(db, nova, clock, vm):
