@@ -21,7 +21,8 @@ pytest -q "${require[@]}" "$@"
 if [ "${MASAKARI_SKIP_CONFORMANCE:-}" != "1" ]; then
   shared=${MASAKARI_SHARED_DIR:-../shared}
   echo "== conformance ($shared/conformance)"
-  python "$shared/conformance/run.py" --impl project \
+  # Two scenarios at a time: each is mostly process start-up, on a 2-core machine.
+  python "$shared/conformance/run.py" --impl project --jobs 2 \
     --compare "$shared/conformance/golden" \
     --deviations tests/conformance/deviations.yaml
 fi
