@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from masakari.db import migration
+from masakari.db.database import Database
 from tests.db import backends
 
 BACKENDS = ["sqlite", "postgresql", "mysql"]
@@ -26,3 +28,12 @@ def backend(request: pytest.FixtureRequest) -> str:
 def db_url(backend: str, tmp_path) -> str:
     with backends.temporary_database(backend, str(tmp_path)) as url:
         yield url
+
+
+@pytest.fixture
+def db(db_url: str):
+    """A migrated database on the backend (modules with other needs define their own)."""
+    database = Database.from_url(db_url)
+    migration.upgrade(database.engine)
+    yield database
+    database.dispose()

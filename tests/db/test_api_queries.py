@@ -3,23 +3,13 @@
 from __future__ import annotations
 
 import datetime
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from masakari import exception
-from masakari.db import migration
 from masakari.db.database import Database
 from masakari.ha import hosts, notifications, segments
-
-
-@pytest.fixture
-def db(db_url: str) -> Iterator[Database]:
-    database = Database.from_url(db_url)
-    migration.upgrade(database.engine)
-    yield database
-    database.dispose()
 
 
 def no_check(name: str) -> None:

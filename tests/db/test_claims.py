@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import datetime
-import json
 import threading
 import time
 import uuid
@@ -16,58 +15,19 @@ import uuid
 import pytest
 import sqlalchemy as sa
 
-from masakari.db import claims, guards, migration, queue
+from masakari.db import claims, guards, queue
 from masakari.db.database import DUPLICATE_ERRORS, Database, transaction
-from masakari.db.models import Host, HostGuard, Notification, NotificationClaim, Segment
+from masakari.db.models import HostGuard, Notification, NotificationClaim
+from tests.db import rows
 
-T0 = datetime.datetime(2026, 1, 1, 12, 0, 0)
-LATER = T0 + datetime.timedelta(minutes=1)
+T0, LATER = rows.T0, rows.LATER
 CLAIMED, GONE, BUSY = claims.ClaimResult.CLAIMED, claims.ClaimResult.GONE, claims.ClaimResult.BUSY
 
 
-@pytest.fixture
-def db(db_url: str):
-    database = Database.from_url(db_url)
-    migration.upgrade(database.engine)
-    yield database
-    database.dispose()
+_segment_with_hosts = rows.segment_with_hosts
 
 
-def _segment_with_hosts(db: Database, *names: str):
-    seg = str(uuid.uuid4())
-    hosts = {}
-    with db.writer() as s:
-        s.add(Segment(uuid=seg, name="s-" + seg[:8], service_type="c", recovery_method="auto"))
-        s.flush()
-        for i, name in enumerate(names):
-            hosts[name] = str(uuid.uuid4())
-            s.add(
-                Host(
-                    uuid=hosts[name],
-                    name=name,
-                    type="COMPUTE",
-                    control_attributes="x",
-                    failover_segment_id=seg,
-                    created_at=T0 + datetime.timedelta(seconds=i),
-                )
-            )
-    return seg, hosts
-
-
-def _notify(db: Database, host: str, status: str = "new", generated: datetime.datetime = T0):
-    nid = str(uuid.uuid4())
-    with db.writer() as s:
-        s.add(
-            Notification(
-                notification_uuid=nid,
-                generated_time=generated,
-                source_host_uuid=host,
-                type="VM",
-                payload=json.dumps({}),
-                status=status,
-            )
-        )
-    return nid
+_notify = rows.notify
 
 
 def _claim(db, nid, owner="a", token=1, statuses=("new",), expires=LATER):

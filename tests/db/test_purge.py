@@ -5,10 +5,9 @@ from __future__ import annotations
 import datetime
 import uuid
 
-import pytest
 import sqlalchemy as sa
 
-from masakari.db import migration, models, purge
+from masakari.db import models, purge
 from masakari.db.database import Database
 
 NOW = models.utcnow()
@@ -18,14 +17,6 @@ RECENT = NOW - datetime.timedelta(days=2)
 
 def _uuid() -> str:
     return str(uuid.uuid4())
-
-
-@pytest.fixture
-def db(db_url: str):
-    database = Database.from_url(db_url)
-    migration.upgrade(database.engine)
-    yield database
-    database.dispose()
 
 
 def _segment(session, deleted_at=None) -> models.Segment:

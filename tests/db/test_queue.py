@@ -5,74 +5,23 @@ tests/unit/engine/test_effects.py)."""
 from __future__ import annotations
 
 import datetime
+import functools
 import json
 import uuid
 
-import pytest
-
-from masakari.db import claims, hosts, instances, migration, queue, vmoves
+from masakari.db import claims, hosts, instances, queue, vmoves
 from masakari.db.database import Database, transaction
 from masakari.db.instances import Plan
-from masakari.db.models import Host, Notification, Segment
+from tests.db import rows
 
-T0 = datetime.datetime(2026, 1, 1, 12, 0, 0)
-LATER = T0 + datetime.timedelta(minutes=1)
-
-
-@pytest.fixture
-def db(db_url: str):
-    database = Database.from_url(db_url)
-    migration.upgrade(database.engine)
-    yield database
-    database.dispose()
+T0, LATER = rows.T0, rows.LATER
 
 
-def _segment_with_hosts(
-    db: Database, *names: str, reserved: tuple[str, ...] = (), enabled: bool = True
-):
-    seg = str(uuid.uuid4())
-    out = {}
-    with db.writer() as s:
-        s.add(
-            Segment(
-                uuid=seg,
-                name="s-" + seg[:8],
-                service_type="c",
-                recovery_method="reserved_host",
-                enabled=enabled,
-            )
-        )
-        s.flush()
-        for i, name in enumerate(names):
-            out[name] = str(uuid.uuid4())
-            s.add(
-                Host(
-                    uuid=out[name],
-                    name=name,
-                    type="COMPUTE",
-                    control_attributes="x",
-                    failover_segment_id=seg,
-                    reserved=name in reserved,
-                    created_at=T0 + datetime.timedelta(seconds=i),
-                )
-            )
-    return seg, out
+_segment_with_hosts = functools.partial(rows.segment_with_hosts, recovery_method="reserved_host")
 
 
 def _notify(db: Database, host: str, status: str = "new", generated: datetime.datetime = T0):
-    nid = str(uuid.uuid4())
-    with db.writer() as s:
-        s.add(
-            Notification(
-                notification_uuid=nid,
-                generated_time=generated,
-                source_host_uuid=host,
-                type="VM",
-                payload=json.dumps({"event": "LIFECYCLE"}),
-                status=status,
-            )
-        )
-    return nid
+    return rows.notify(db, host, status, generated, payload={"event": "LIFECYCLE"})
 
 
 # --- the queue -----------------------------------------------------------------------------------
