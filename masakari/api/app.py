@@ -7,7 +7,6 @@ deployer's customised api-paste.ini keeps working.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 from collections.abc import Callable
@@ -17,13 +16,11 @@ from keystonemiddleware import auth_token
 from oslo_config import cfg
 from oslo_middleware import cors, healthcheck, http_proxy_to_wsgi, request_id, sizelimit
 from oslo_middleware import opts as middleware_opts
-from oslo_policy import policy as oslo_policy
 
-from masakari import policy
 from masakari.api import auth, dbcheck, faults, pasteload, router
 from masakari.api.handlers.versions import VersionsApp
+from masakari.api.state import AppState, make_state
 from masakari.api.urlmap import URLMap
-from masakari.compute import nova
 from masakari.db.database import Database
 
 LOG = logging.getLogger(__name__)
@@ -52,38 +49,6 @@ V1_PIPELINES = {
 ROOT_PIPELINE = ("faultwrap", "http_proxy_to_wsgi")
 
 HEALTHCHECK_DISABLE_FILE = "/etc/masakari/healthcheck_disable"
-
-
-@dataclasses.dataclass
-class AppState:
-    """What the handlers need, passed in rather than read from globals."""
-
-    conf: cfg.ConfigOpts
-    db: Database
-    enforcer: oslo_policy.Enforcer
-    check_compute: Callable[[str], None]
-
-
-def nova_compute_check(conf: cfg.ConfigOpts) -> Callable[[str], None]:
-    """The host check: Nova must list a nova-compute service on a host of that name."""
-
-    def check(host_name: str) -> None:
-        nova.get_client(conf).get_compute_service(host_name)
-
-    return check
-
-
-def make_state(
-    conf: cfg.ConfigOpts,
-    db: Database | None = None,
-    check_compute: Callable[[str], None] | None = None,
-) -> AppState:
-    return AppState(
-        conf=conf,
-        db=db or Database.from_conf(conf),
-        enforcer=policy.make_enforcer(conf),
-        check_compute=check_compute or nova_compute_check(conf),
-    )
 
 
 def build(

@@ -12,7 +12,7 @@ import webob
 from masakari.api import errors, microversion, validation
 
 if TYPE_CHECKING:
-    from masakari.api.app import AppState
+    from masakari.api.state import AppState
     from masakari.context import RequestContext
 
 # Body media types the API reads and writes (the vendor type is the reference's own).

@@ -1,0 +1,45 @@
+"""What the API's handlers are given: configuration, database, policy, the Nova host check."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+from oslo_config import cfg
+from oslo_policy import policy as oslo_policy
+
+from masakari import policy
+from masakari.compute import nova
+from masakari.db.database import Database
+
+
+@dataclasses.dataclass
+class AppState:
+    """What the handlers need, passed in rather than read from globals."""
+
+    conf: cfg.ConfigOpts
+    db: Database
+    enforcer: oslo_policy.Enforcer
+    check_compute: Callable[[str], None]
+
+
+def nova_compute_check(conf: cfg.ConfigOpts) -> Callable[[str], None]:
+    """The host check: Nova must list a nova-compute service on a host of that name."""
+
+    def check(host_name: str) -> None:
+        nova.get_client(conf).get_compute_service(host_name)
+
+    return check
+
+
+def make_state(
+    conf: cfg.ConfigOpts,
+    db: Database | None = None,
+    check_compute: Callable[[str], None] | None = None,
+) -> AppState:
+    return AppState(
+        conf=conf,
+        db=db or Database.from_conf(conf),
+        enforcer=policy.make_enforcer(conf),
+        check_compute=check_compute or nova_compute_check(conf),
+    )
