@@ -1111,7 +1111,13 @@ def _handler_for(sim: NovaSimulator) -> type[BaseHTTPRequestHandler]:
 
         def dispatch(self) -> None:
             url = urlsplit(self.path)
-            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length)
+            if len(raw) < length:
+                # The client went away mid-body: as any HTTP server, drop the incomplete
+                # request (nothing recorded, nothing done, no answer).
+                self.close_connection = True
+                return
             try:
                 body = json.loads(raw) if raw else None
             except ValueError:

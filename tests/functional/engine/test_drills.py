@@ -220,7 +220,7 @@ def test_frozen_engine_resumed_after_takeover_acts_no_more(server_db, sim, engin
     finally:
         _stop(engine_a)
 
-    late = [(c.method, c.path) for c in sim.calls_by("engine-a") if c.time >= resumed_at]
+    late = [(c.method, c.path, c.body) for c in sim.calls_by("engine-a") if c.time >= resumed_at]
     assert late == [], "engine A called Nova for work it no longer owned"
     assert _progress(server_db, nid, 1) == attempt_1
     _assert_recovered_once(server_db, sim, nid, found)
