@@ -19,24 +19,31 @@ __all__ = ["Cancelled", "Clock", "NovaReads", "PollTimeout", "RunContext"]
 
 T = TypeVar("T")
 
+
 @dataclasses.dataclass
 class RunContext:
     """One run of one notification: everything a flow and its tasks may touch.
 
     ``nova`` answers reads; every change, in Nova or in the database, goes through
-    ``effects``, which takes it only while ``lease`` runs.
+    ``effects``; both only while the effects' ``lease`` runs.
     """
 
     conf: cfg.ConfigOpts
-    nova: NovaReads
     effects: Effects
     clock: Clock
-    lease: Lease
     cancel: threading.Event = dataclasses.field(default_factory=threading.Event)
 
     @property
     def notification_uuid(self) -> str:
         return self.effects.notification_uuid
+
+    @property
+    def lease(self) -> Lease:
+        return self.effects.lease
+
+    @property
+    def nova(self) -> NovaReads:
+        return self.effects.reads
 
     def check(self) -> None:
         if self.cancel.is_set():

@@ -79,6 +79,8 @@ class Effects:
         self._clock = clock
         self.lease = lease
         self.notification_uuid = notification_uuid
+        # Reads need no fence, but a run whose lease is over has no business with Nova.
+        self.reads = LeasedReads(nova, lease)
 
     # --- the fence ---------------------------------------------------------------------------
 

@@ -29,7 +29,7 @@ from masakari.db.database import Database, transaction
 from masakari.db.queue import Candidate
 from masakari.engine import tasks
 from masakari.engine.context import RunContext
-from masakari.engine.effects import Effects, LeasedReads
+from masakari.engine.effects import Effects
 from masakari.engine.errors import Cancelled
 from masakari.engine.lease import Lease, LeaseLost
 from masakari.engine.ports import Clock, Nova
@@ -302,14 +302,7 @@ class EngineService:
             self._release({notification_uuid: item.token})
             return None
         effects = Effects(self.db, self.nova, self.clock, item.lease, notification_uuid)
-        run = RunContext(
-            conf=self.conf,
-            nova=LeasedReads(self.nova, item.lease),
-            effects=effects,
-            clock=self.clock,
-            lease=item.lease,
-            cancel=item.cancel,
-        )
+        run = RunContext(conf=self.conf, effects=effects, clock=self.clock, cancel=item.cancel)
         try:
             outcome = dispatch.recover(run, self.flows, notification)
         except LeaseLost:

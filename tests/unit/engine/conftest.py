@@ -84,10 +84,8 @@ def make_run(
     lease = Lease("engine-test", 1, clock, lease_term, clock.monotonic())
     return RunContext(
         conf=make_conf(**overrides),
-        nova=nova,
         effects=Effects(db, nova, clock, lease, notification_uuid),
         clock=clock,
-        lease=lease,
     )
 
 
