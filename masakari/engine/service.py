@@ -323,12 +323,7 @@ class EngineService:
         if item.retry and status == statuses.ERROR:
             # The retry loop gives a notification one more chance, then gives up on it.
             status = statuses.FAILED
-            LOG.error(
-                "Periodic task 'process_unfinished_notifications': Notification %s exits "
-                "with status: %s.",
-                notification_uuid,
-                status,
-            )
+        _log_outcome(notification_uuid, status, item.retry)
         # From here the claim ends with the status write: no renewal must see it half-way.
         item.finishing = True
         try:
@@ -487,3 +482,26 @@ class EngineService:
                         self._active[notification_uuid].cancel.set()
             if len(expired) < BATCH:
                 return
+
+
+def _log_outcome(notification_uuid: str, status: str, retry: bool) -> None:
+    """One line per attempt, saying whether another attempt follows, so that an attempt's
+    error and the final failure of the same notification do not read as a contradiction."""
+    attempt = "retry" if retry else "attempt"
+    if status == statuses.FAILED:
+        LOG.error(
+            "Notification %s: recovery %s failed; final status: failed (no further retry).",
+            notification_uuid,
+            attempt,
+        )
+    elif status == statuses.ERROR:
+        LOG.warning(
+            "Notification %s: recovery %s failed; status: error (process_unfinished_notifications "
+            "retries it once).",
+            notification_uuid,
+            attempt,
+        )
+    else:
+        LOG.info(
+            "Notification %s: recovery %s ended; status: %s.", notification_uuid, attempt, status
+        )

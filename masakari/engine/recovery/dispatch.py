@@ -56,5 +56,5 @@ def recover(run: RunContext, flows: FlowTasks, notification: NotificationData) -
     else:
         LOG.warning("Notification %s has an unknown type %s", notification.notification_uuid, kind)
         return Outcome(statuses.IGNORED)
-    LOG.info("Notification %s exits with status: %s.", notification.notification_uuid, status)
+    # The engine logs the outcome: only it knows whether an error is final (a retry) or not.
     return Outcome(status)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import logging
 import os
 import signal
 import subprocess
@@ -100,14 +101,32 @@ def test_periodic_retry_of_a_host_counts_only_its_own_moves(db, sim, engine_fact
     assert [v.status for v in vmoves(db, nid)] == ["failed", "succeeded"]
 
 
-def test_a_failed_retry_ends_failed(db, sim, engine_factory):
+def test_a_failed_retry_ends_failed(db, sim, engine_factory, caplog):
     sim.add_service("compute-1")
     h1 = add_host(db, add_segment(db), "compute-1")
     vm = sim.add_server(host="compute-1", metadata={"HA_Enabled": "True"})
     sim.fail(500, method="POST", action="os-start")
     nid = notify(db, h1, "VM", {**LIFECYCLE, "instance_uuid": vm})
+    caplog.set_level(logging.INFO, logger="masakari.engine.service")
     engine_factory(make_conf(sim, process_unfinished_notifications_interval=2))
     assert wait_status(db, nid, ("failed",)) == "failed"
+    # One outcome line per attempt; the first says a retry follows, the last that none does.
+    outcomes = [
+        (r.levelname, r.getMessage())
+        for r in caplog.records
+        if r.name == "masakari.engine.service" and nid in r.getMessage() and "status" in r.msg
+    ]
+    assert outcomes == [
+        (
+            "WARNING",
+            f"Notification {nid}: recovery attempt failed; status: error "
+            "(process_unfinished_notifications retries it once).",
+        ),
+        (
+            "ERROR",
+            f"Notification {nid}: recovery retry failed; final status: failed (no further retry).",
+        ),
+    ]
 
 
 def test_old_unfinished_notifications_expire(db, sim, engine_factory):
