@@ -7,6 +7,7 @@ Exit codes, as the reference's: 0 success; 1 the command refused its arguments o
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -19,6 +20,7 @@ from sqlalchemy import exc as sa_exc
 
 from masakari import conf as masakari_conf
 from masakari import exception
+from masakari.conf import paths
 from masakari.db import migration, purge
 from masakari.db.database import Database
 from masakari.version import VERSION
@@ -82,6 +84,30 @@ def db_purge(conf: cfg.ConfigOpts) -> None:
         print(f"{table}: {count} row(s) purged")
 
 
+_DEFAULT_LOCATIONS = (cfg.Locations.opt_default, cfg.Locations.set_default)
+
+
+def check_database_configured(conf: cfg.ConfigOpts) -> None:
+    """Refuse to touch the built-in default database when it lies inside the installation.
+
+    The default [database]/connection is a SQLite file under $state_path, whose own default
+    is the directory holding the masakari package: without a configuration file the reference
+    creates (and migrates) site-packages/masakari.sqlite, which no deployed service reads. A
+    state_path or connection set anywhere (file, environment) is honoured as it is.
+    """
+    if conf.get_location("connection", "database").location not in _DEFAULT_LOCATIONS:
+        return
+    if os.path.realpath(conf.state_path) != os.path.realpath(paths.package_parent()):
+        return
+    read = ", ".join(conf.config_file) or "none"
+    raise CommandError(
+        "No database is configured: [database]/connection is not set and [DEFAULT]/state_path "
+        f"is the installation directory, so the database would be {conf.database.connection} "
+        f"(configuration files read: {read}). Pass --config-file with a masakari.conf that sets "
+        "[database]/connection (or state_path)."
+    )
+
+
 COMMANDS: dict[str, dict[str, Callable[[cfg.ConfigOpts], None]]] = {
     "db": {"sync": db_sync, "version": db_version, "purge": db_purge},
 }
@@ -127,6 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     masakari_conf.setup_logging(conf)
     command = COMMANDS[conf.category.name][conf.category.action]
     try:
+        check_database_configured(conf)
         command(conf)
     except CommandError as exc:
         print(exc, file=sys.stderr)

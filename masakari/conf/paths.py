@@ -10,7 +10,7 @@ from oslo_config import cfg
 GROUP = "DEFAULT"
 
 
-def _package_parent() -> str:
+def package_parent() -> str:
     # The directory holding the ``masakari`` package, as the reference computes it.
     return os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir, os.pardir))
 
@@ -20,7 +20,7 @@ def build_opts() -> list[cfg.Opt]:
     return [
         cfg.StrOpt(
             "pybasedir",
-            default=_package_parent(),
+            default=package_parent(),
             sample_default="<directory above the installed masakari package>",
             help="Directory where the masakari Python package is installed.",
         ),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import os
 import shutil
 import subprocess
 import sys
@@ -11,6 +12,7 @@ import pytest
 import sqlalchemy as sa
 
 from masakari.cmd import manage, status
+from masakari.conf import paths
 from masakari.db import migration, models
 from masakari.db.database import Database
 from tests.db.test_reference_database import REFERENCE_DB
@@ -136,3 +138,28 @@ def test_console_scripts_are_installed() -> None:
     assert bindir, "masakari-manage is not installed next to this Python"
     out = subprocess.run([bindir], capture_output=True, text=True)
     assert out.returncode == 2
+
+
+def test_db_commands_refuse_the_default_database_inside_the_installation(
+    capsys, monkeypatch, tmp_path
+) -> None:
+    # No configuration file anywhere oslo.config looks: the default would be a SQLite file
+    # next to the installed package.
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    would_be = os.path.join(paths.package_parent(), "masakari.sqlite")
+    existed = os.path.exists(would_be)
+    for action in (["sync"], ["version"]):
+        code, out, err = run(capsys, "db", *action)
+        assert code == 1
+        assert "No database is configured" in err
+        assert f"sqlite:///{would_be}" in err
+        assert "--config-file" in err
+    assert os.path.exists(would_be) == existed
+
+
+def test_a_state_path_alone_is_enough(tmp_path, capsys) -> None:
+    conf = tmp_path / "masakari.conf"
+    conf.write_text(f"[DEFAULT]\nstate_path = {tmp_path}\n")
+    assert run(capsys, "--config-file", str(conf), "db", "sync")[0] == 0
+    assert (tmp_path / "masakari.sqlite").exists()
