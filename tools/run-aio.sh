@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Set up and run Masakari all-in-one on its embedded default: SQLite, auth_strategy noauth2,
-# the API (port 15868) and the engine together. State lives in ./state (MASAKARI_STATE_DIR).
+# the API (port 15868) and the engine together. State lives in ./state.
+# Environment: MASAKARI_STATE_DIR (default ./state) holds masakari.conf and the database;
+# MASAKARI_PORT (default 15868, or the port of an existing conf) is written into that conf.
 # Nova: set the [DEFAULT] os_privileged_user_* options in state/masakari.conf.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,7 +19,20 @@ export PATH="$root/.venv/bin:$PATH"
 
 mkdir -p "$state"
 conf=$state/masakari.conf
-if [ ! -f "$conf" ]; then
+if [ -f "$conf" ]; then
+  # A conf from an earlier run: MASAKARI_PORT, when given, replaces its port; otherwise the
+  # conf's port is the one announced, so the printed URL is always where the API listens.
+  if [ -n "${MASAKARI_PORT:-}" ]; then
+    if grep -q '^masakari_api_listen_port *=' "$conf"; then
+      sed -i "s/^masakari_api_listen_port *=.*/masakari_api_listen_port = $port/" "$conf"
+    else
+      sed -i "0,/^\[DEFAULT\]/s//[DEFAULT]\nmasakari_api_listen_port = $port/" "$conf"
+    fi
+  else
+    port=$(sed -n 's/^masakari_api_listen_port *= *\([0-9]*\).*/\1/p' "$conf" | tail -n1)
+    port=${port:-15868}
+  fi
+else
   cat > "$conf" <<CONF
 [DEFAULT]
 auth_strategy = noauth2
