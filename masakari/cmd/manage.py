@@ -95,7 +95,8 @@ def check_database_configured(conf: cfg.ConfigOpts) -> None:
     creates (and migrates) site-packages/masakari.sqlite, which no deployed service reads. A
     state_path or connection set anywhere (file, environment) is honoured as it is.
     """
-    if conf.get_location("connection", "database").location not in _DEFAULT_LOCATIONS:
+    where = conf.get_location("connection", "database")
+    if where is not None and where.location not in _DEFAULT_LOCATIONS:
         return
     if os.path.realpath(conf.state_path) != os.path.realpath(paths.package_parent()):
         return
