@@ -81,6 +81,9 @@ def status_and_message(exc: BaseException) -> tuple[int, str]:
         if exc.status == 403:
             return 403, exc.format_message()
         LOG.error("Nova request failed: %s", exc)
+        unavailable = nova.unavailable_message(exc)
+        if unavailable is not None:
+            return 500, unavailable
         return 500, UNEXPECTED % (f"<class '{nova.reference_class_name(exc)}'>")
     for cls in type(exc).__mro__:
         status = STATUSES.get(cls)

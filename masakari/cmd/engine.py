@@ -65,13 +65,15 @@ def _nova_client(conf: cfg.ConfigOpts) -> nova.NovaClient:
     reference's does, and says so: each recovery that needs Nova fails and is retried."""
     try:
         return nova.get_client(conf)
+    except nova.NovaNotConfigured as exc:
+        LOG.error("%s Every recovery fails (and is retried) until they are set.", exc)
     except exception.NovaError as exc:
         LOG.error(
             "Nova cannot be reached with the [DEFAULT] os_privileged_user_* options "
             "(%s): recoveries fail until they are set",
             exc,
         )
-        return cast(nova.NovaClient, nova.DeferredClient(conf))
+    return cast(nova.NovaClient, nova.DeferredClient(conf))
 
 
 if __name__ == "__main__":

@@ -83,6 +83,58 @@ class NovaRequestError(exception.NovaError):
         self.reference_class = reference_class
 
 
+# The options without which no Nova call can be made (the password plugin's required ones).
+CREDENTIAL_OPTIONS = (
+    "os_privileged_user_auth_url",
+    "os_privileged_user_name",
+    "os_privileged_user_password",
+)
+
+
+class NovaNotConfigured(exception.NovaError):
+    """masakari.conf lacks the privileged user's credentials: no Nova call can be made."""
+
+    def __init__(self, missing: Sequence[str]) -> None:
+        super().__init__(
+            "Nova is not configured: hosts and recoveries need the Nova credentials in "
+            f"masakari.conf ([DEFAULT] {', '.join(missing)} are not set)."
+        )
+        self.missing = tuple(missing)
+
+
+UNREACHABLE = (
+    "Nova is not reachable: the connection to Keystone or to Nova failed (see the "
+    "masakari-api log)."
+)
+NO_ENDPOINT = (
+    "Nova is not reachable: Keystone's catalog has no endpoint matching [DEFAULT] "
+    "nova_catalog_admin_info."
+)
+
+
+def unavailable_message(exc: exception.NovaError) -> str | None:
+    """What to tell an API client when Nova could not be asked at all, else None.
+
+    The reference answers these cases with its "Unexpected API Error" text and a keystoneauth
+    class name; the status stays 500, but the text now says what is wrong. Errors that Nova
+    itself answered keep the reference's text (api-hosts-nova-errors records them).
+    """
+    if isinstance(exc, NovaNotConfigured):
+        return str(exc)
+    if isinstance(exc, NovaRequestError):
+        return NO_ENDPOINT if exc.reference_class.endswith("EndpointNotFound") else None
+    if exc.status is None:  # a connection failure or a timeout, to Keystone or Nova
+        return UNREACHABLE
+    return None
+
+
+def missing_credentials(conf: cfg.ConfigOpts) -> list[str]:
+    """The credential options that are unset, for the password plugin; [] otherwise."""
+    if _auth_type(conf) != "password":
+        return []
+    return [name for name in CREDENTIAL_OPTIONS if not conf[name]]
+
+
 def reference_class_name(exc: BaseException) -> str:
     """The dotted class name the reference would show for this error."""
     if isinstance(exc, NovaRequestError):
@@ -282,6 +334,9 @@ class NovaClient:
         """A client with the privileged user's credentials, as the reference's novaclient()
         builds them, but one session for all calls."""
         service_type, service_name, interface = conf.nova_catalog_admin_info.split(":")
+        missing = missing_credentials(conf)
+        if missing:
+            raise NovaNotConfigured(missing)
         try:
             auth: ks_plugin.BaseAuthPlugin = ks_loading.get_plugin_loader(
                 _auth_type(conf)
@@ -294,6 +349,8 @@ class NovaClient:
                 project_domain_name=conf.os_project_domain_name,
                 system_scope=conf.os_system_scope,
             )
+        except ks_exc.MissingRequiredOptions as exc:
+            raise NovaNotConfigured([opt.dest for opt in exc.options]) from exc
         except ks_exc.ClientException as exc:
             raise _keystone_error(exc) from exc
         # The same rule as keystoneauth's session loader, which the reference used.
