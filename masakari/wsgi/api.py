@@ -2,14 +2,15 @@
 
 Configuration is found as the reference finds it: ``masakari.conf`` and ``api-paste.ini``
 in the directory named by ``OS_MASAKARI_CONFIG_DIR`` (default ``/etc/masakari``). The
-application is built when the attribute is first read, which WSGI servers do once at
-start-up; merely importing the module builds nothing.
+application is built when the module is imported, as the reference's is: uWSGI and mod_wsgi
+look the callable up in the module's namespace (a lazy module ``__getattr__`` is invisible
+to them), and a broken configuration then stops the server at start-up, where its
+``--need-app`` (uWSGI) or boot check (gunicorn) reports it, instead of at the first request.
 """
 
 from __future__ import annotations
 
 import os
-import threading
 from typing import Any
 
 from masakari import conf as masakari_conf
@@ -18,9 +19,6 @@ from masakari.api import app as api_app
 CONFIG_DIR_ENV = "OS_MASAKARI_CONFIG_DIR"
 DEFAULT_CONFIG_DIR = "/etc/masakari"
 CONFIG_FILE = "masakari.conf"
-
-_lock = threading.Lock()
-_application: Any = None
 
 
 def config_files(environ: dict[str, str] | None = None) -> list[str]:
@@ -41,11 +39,4 @@ def initialize_application() -> Any:
     return api_app.build(conf)
 
 
-def __getattr__(name: str) -> Any:
-    global _application
-    if name != "application":
-        raise AttributeError(name)
-    with _lock:
-        if _application is None:
-            _application = initialize_application()
-    return _application
+application = initialize_application()
