@@ -10,12 +10,14 @@ root=$PWD
 state=${MASAKARI_STATE_DIR:-$root/state}
 port=${MASAKARI_PORT:-15868}
 
-if [ ! -x .venv/bin/masakari-api ]; then
-  python3 -m venv .venv
-  .venv/bin/pip install -q --upgrade pip
-  .venv/bin/pip install -q -e .
+VENV=${VENV:-.venv}
+if [ ! -x "$VENV/bin/masakari-api" ]; then
+  python3 -m venv "$VENV"
+  "$VENV/bin/pip" install -q --upgrade pip
+  "$VENV/bin/pip" install -q -e .
 fi
-export PATH="$root/.venv/bin:$PATH"
+case $VENV in /*) ;; *) VENV=$root/$VENV ;; esac
+export PATH="$VENV/bin:$PATH"
 
 mkdir -p "$state"
 conf=$state/masakari.conf
