@@ -25,7 +25,8 @@ from tests.functional.server.support import free_port, request
 
 REF_PYTHON = os.environ.get("MASAKARI_REF_PYTHON")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-REFERENCE_SERVER = os.path.join(ROOT, "..", "shared", "conformance", "reference_server.py")
+SHARED = os.environ.get("MASAKARI_SHARED_DIR", os.path.join(ROOT, "..", "shared"))
+REFERENCE_SERVER = os.path.join(SHARED, "conformance", "reference_server.py")
 BINDIR = os.path.dirname(sys.executable)
 REFERENCE_HEAD = "13adff5efb9a"
 
