@@ -40,7 +40,15 @@ Wake = Callable[[str], None]
 
 
 def enabled(conf: cfg.ConfigOpts) -> bool:
-    return bool(conf.transport_url)
+    """Only when a deployer set transport_url: oslo.messaging's default (``rabbit://``, a
+    broker on localhost) must not turn the cast on."""
+    if not conf.transport_url:
+        return False
+    located = conf.get_location("transport_url")
+    return located is None or located.location not in (
+        cfg.Locations.opt_default,
+        cfg.Locations.set_default,
+    )
 
 
 def nothing(notification_uuid: str) -> None:
