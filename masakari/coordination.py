@@ -7,13 +7,15 @@ never a condition of correctness. Hence, when the backend cannot be reached, an 
 know whether another leads and runs the tasks itself: a double run costs a scan, a missing one
 would leave notifications unretried.
 
-The leader is the holder of one tooz lock; the coordinator's heartbeat keeps it, and an engine
-that dies without releasing it loses it when the backend's lock timeout passes (for Redis,
-``lock_timeout`` in the URL, 30 s by default). The others try to take it every few seconds.
+The leader is the holder of one tooz lock per database; the coordinator's heartbeat keeps it,
+and an engine that dies without releasing it loses it when the backend's lock timeout passes
+(for Redis, ``lock_timeout`` in the URL, 30 s by default). The others try to take it every
+few seconds.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
 from typing import Any, Protocol
@@ -53,9 +55,14 @@ class Elected:
     """One engine among those sharing a backend runs the periodic tasks."""
 
     def __init__(
-        self, backend_url: str, member_id: str, interval: float = ELECTION_INTERVAL
+        self,
+        backend_url: str,
+        member_id: str,
+        interval: float = ELECTION_INTERVAL,
+        lock_name: bytes | None = None,
     ) -> None:
         self.backend_url = backend_url
+        self.lock_name = lock_name or LOCK_NAME
         self.member_id = member_id
         self.interval = interval
         self._coordinator: Any = None
@@ -113,7 +120,7 @@ class Elected:
         coordinator = coordination.get_coordinator(self.backend_url, self.member_id.encode("utf-8"))
         coordinator.start(start_heart=True)
         self._coordinator = coordinator
-        self._lock = coordinator.get_lock(LOCK_NAME)
+        self._lock = coordinator.get_lock(self.lock_name)
 
     def _disconnect(self, release: bool) -> None:
         coordinator, lock = self._coordinator, self._lock
@@ -146,6 +153,12 @@ class Elected:
             )
 
 
+def lock_name(conf: cfg.ConfigOpts) -> bytes:
+    """One lock per database: deployments sharing a backend elect their leaders apart."""
+    database = hashlib.sha256(str(conf.database.connection).encode("utf-8")).hexdigest()
+    return LOCK_NAME + b"-" + database[:16].encode("ascii")
+
+
 def leadership(conf: cfg.ConfigOpts, member_id: str) -> Leadership:
     url = conf.coordination.backend_url
-    return Elected(url, member_id) if url else Everyone()
+    return Elected(url, member_id, lock_name=lock_name(conf)) if url else Everyone()
