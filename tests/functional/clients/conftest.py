@@ -17,7 +17,7 @@ from tests.fakes.nova import NovaSimulator
 from tests.functional.server.support import APIProcess
 
 CLOUD = "masakari-sim"
-COMPUTE_HOSTS = tuple(f"compute-{i}" for i in range(1, 7))
+COMPUTE_HOSTS = tuple(f"compute-{i}" for i in range(1, 8))
 
 # Engine timings short enough for a host recovery in a few seconds.
 FAST_ENGINE = {

@@ -126,11 +126,12 @@ def test_segments_hosts_notifications_and_vmoves(cloud: Cloud) -> None:
         "EvacuateInstancesTask",
     ]
     assert nid in [n["notification_uuid"] for n in listed]
-    assert [(m["server_id"], m["source_host"], m["status"]) for m in vmoves] == [
-        (server, "compute-3", "succeeded")
-    ]
+    # Other tests of the package may have left instances on compute-3: each moved too.
+    assert {(m["source_host"], m["status"]) for m in vmoves} == {("compute-3", "succeeded")}
+    mine = [m for m in vmoves if m["server_id"] == server]
+    assert len(mine) == 1
     # Evacuated where Nova put it ("auto": Nova's scheduler chooses).
-    assert vmoves[0]["dest_host"] == sim.server(server)["OS-EXT-SRV-ATTR:host"] != "compute-3"
+    assert mine[0]["dest_host"] == sim.server(server)["OS-EXT-SRV-ATTR:host"] != "compute-3"
 
 
 def test_delete_a_segment(cloud: Cloud) -> None:
