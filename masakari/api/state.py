@@ -11,6 +11,7 @@ from oslo_policy import policy as oslo_policy
 from masakari import policy
 from masakari.compute import nova
 from masakari.db.database import Database
+from masakari.engine import wakeup
 
 
 @dataclasses.dataclass
@@ -21,6 +22,8 @@ class AppState:
     db: Database
     enforcer: oslo_policy.Enforcer
     check_compute: Callable[[str], None]
+    # Called with a notification's uuid once its row is committed (transport_url set).
+    wake_engine: wakeup.Wake = wakeup.nothing
 
 
 def nova_compute_check(conf: cfg.ConfigOpts) -> Callable[[str], None]:
@@ -42,4 +45,5 @@ def make_state(
         db=db or Database.from_conf(conf),
         enforcer=policy.make_enforcer(conf),
         check_compute=check_compute or nova_compute_check(conf),
+        wake_engine=wakeup.sender(conf),
     )

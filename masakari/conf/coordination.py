@@ -1,4 +1,4 @@
-"""[coordination]: the reference's tooz backend, accepted so that existing files parse."""
+"""[coordination]: the reference's tooz backend, used to elect the engine of the periodic tasks."""
 
 from __future__ import annotations
 
@@ -19,12 +19,13 @@ OPTS: list[cfg.Opt] = [
         default=None,
         help=paragraphs(
             """
-tooz URL of a coordination backend (for example ``etcd3+http://host:2379``).
-Accepted and ignored: the reference took a distributed lock per host while
-recording a notification; this service changes a per-host row of its own
-database in the same transaction (a write that conflicts on every backend,
-Galera included), which serialises any number of API processes without
-another service.
+tooz URL of a coordination backend (for example ``redis://host:6379`` or
+``etcd3+http://host:2379``). When set, the engines sharing it elect one of
+them to run the periodic retry and expiry tasks (without it, every engine runs
+them; the database claims make each retry happen once either way). An engine
+that cannot reach the backend runs the tasks itself. Notifications need no
+distributed lock here: the API changes a per-host row of the database in the
+transaction that records one, which serialises any number of API processes.
 """
         ),
     ),

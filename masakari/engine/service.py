@@ -23,11 +23,11 @@ from typing import Any
 
 from oslo_config import cfg
 
-from masakari import exception
+from masakari import coordination, exception
 from masakari.db import claims, database, queue, statuses
 from masakari.db.database import Database, transaction
 from masakari.db.queue import Candidate
-from masakari.engine import tasks
+from masakari.engine import tasks, wakeup
 from masakari.engine.context import RunContext
 from masakari.engine.effects import Effects
 from masakari.engine.errors import Cancelled
@@ -96,6 +96,7 @@ class EngineService:
         retry_workers: int = DEFAULT_RETRY_WORKERS,
         sweep_interval: float = SWEEP_INTERVAL,
         flows: FlowTasks | None = None,
+        leadership: coordination.Leadership | None = None,
     ) -> None:
         self.conf = conf
         self.db = db
@@ -122,6 +123,10 @@ class EngineService:
             max_workers=workers + retry_workers, thread_name_prefix="recovery"
         )
         self._threads: list[threading.Thread] = []
+        # Optional backends: a cast that ends the poll's wait early, and the election of the
+        # engine that runs the periodic tasks. Neither is needed for correctness.
+        self._listener = wakeup.listener(conf, self.wake)
+        self.leadership = leadership or coordination.leadership(conf, self.owner)
 
     # --- life cycle ------------------------------------------------------------------------
 
@@ -131,12 +136,22 @@ class EngineService:
             thread = threading.Thread(target=target, name=name, daemon=True)
             thread.start()
             self._threads.append(thread)
+        self.leadership.start()
+        if self._listener is not None:
+            self._listener.start()
+
+    def wake(self) -> None:
+        """Look in the database now rather than at the end of the poll interval."""
+        self._wake.set()
 
     def stop(self, grace: float = STOP_GRACE) -> None:
         """Stop taking work, cancel the recoveries, release what did not finish."""
         LOG.info("masakari-engine %s stopping", self.owner)
         self._stopping.set()
         self._wake.set()
+        if self._listener is not None:
+            self._listener.stop()
+        self.leadership.stop()
         for thread in self._threads:
             thread.join(timeout=grace)
         with self._lock:
@@ -171,12 +186,15 @@ class EngineService:
                 self._sweep_due = False
                 next_sweep = now + self.sweep_interval
                 self._guard(self.sweep)
+            leads = periodic and self.leadership.runs_periodic_tasks()
             if periodic and now >= next_retry:
                 next_retry = now + conf.process_unfinished_notifications_interval
-                self._guard(self.process_unfinished_notifications)
+                if leads:
+                    self._guard(self.process_unfinished_notifications)
             if periodic and now >= next_expiry:
                 next_expiry = now + conf.check_expired_notifications_interval
-                self._guard(self.check_expired_notifications)
+                if leads:
+                    self._guard(self.check_expired_notifications)
             self._wake.wait(conf.engine_poll_interval)
             self._wake.clear()
 

@@ -286,6 +286,9 @@ class NovaSimulator:
         self.evacuations: list[Evacuation] = []
         self.calls: list[Call] = []
         self.keystone_calls: list[tuple[str, str]] = []
+        # More services of the token's catalog, {service type: URL}: for example masakari's
+        # own "instance-ha" endpoint, which the openstack clients look up there.
+        self.catalog_extra: dict[str, str] = {}
         self.tokens: dict[str, dict[str, Any]] = {
             ADMIN_TOKEN: _token_info("admin", "admin", ADMIN_PROJECT_ID, ["admin", "member"]),
             MEMBER_TOKEN: _token_info("demo", "demo", MEMBER_PROJECT_ID, ["member", "reader"]),
@@ -830,6 +833,10 @@ class NovaSimulator:
                         "name": "keystone",
                         "endpoints": endpoints(self.auth_url),
                     },
+                    *(
+                        {"id": kind, "type": kind, "name": kind, "endpoints": endpoints(url)}
+                        for kind, url in self.catalog_extra.items()
+                    ),
                 ],
                 # token expiry is wall-clock time: keystoneauth checks it against time.time()
                 "issued_at": now.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),

@@ -58,4 +58,5 @@ def create(req: ApiRequest) -> Reply:
     row = notifications_api.create(
         req.state.db, req.state.conf.duplicate_notification_detection_interval, data
     )
+    req.state.wake_engine(row.notification_uuid)
     return accepted({"notification": views.notification(row)})
