@@ -248,7 +248,18 @@ def handle(
             "Notification '%s' ignored as host_status is not provided.", run.notification_uuid
         )
         return statuses.IGNORED
-    if payload.host_status.upper() != "NORMAL":
+    released_unknown = (
+        payload.host_status.upper() == "UNKNOWN" and run.conf.guards.hold_unknown_host_reports
+    )
+    if released_unknown:
+        # Held at intake (masakari.db.holds) and taken by the engine only once an operator
+        # released it: the release is the confirmation the report lacked.
+        LOG.warning(
+            "Notification '%s' with host_status UNKNOWN was released by an operator: "
+            "recovering the host.",
+            run.notification_uuid,
+        )
+    elif payload.host_status.upper() != "NORMAL":
         # Evacuating from a host whose power-off is not confirmed could run an instance twice.
         LOG.warning(
             "Notification '%s' ignored as host_status is '%s'",
