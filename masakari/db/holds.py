@@ -4,15 +4,20 @@ A hold is a row of ``masakari_notification_holds`` written in the transaction th
 the notification, so no engine ever sees the notification without it. The notification
 keeps status ``new``; every query of the engine's queue skips held rows (:func:`not_held`),
 and the claim's conditional UPDATE checks it again, so a release and a claim cannot cross.
+
+A release stamps ``released_at`` rather than deleting the row: the engine's sweep looks for
+released notifications whatever their id (its range scans have long moved past them).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy import orm
 
 from masakari.db.database import affected_rows
-from masakari.db.models import Notification, NotificationHold
+from masakari.db.models import Notification, NotificationHold, utcnow
 from masakari.db.statuses import IGNORED, NEW
 
 # Why a notification is held.
@@ -24,14 +29,27 @@ CANCEL_MESSAGE = "Cancelled by an operator while held."
 SUPERSEDED_MESSAGE = "Superseded by notification %s, which confirms the host's state."
 
 
-def not_held(notification_uuid: sa.ColumnElement[str] | None = None) -> sa.ColumnElement[bool]:
-    """A WHERE criterion: the notification (by default the row of ``Notification``) is not held."""
+def _hold_of(column: Any, released: bool) -> sa.Exists:
+    stamp = NotificationHold.released_at
+    return sa.exists().where(
+        NotificationHold.notification_uuid == column,
+        stamp.is_not(None) if released else stamp.is_(None),
+    )
+
+
+def is_held(notification_uuid: sa.ColumnElement[str] | None = None) -> sa.ColumnElement[bool]:
+    """A WHERE criterion: the notification (by default the row of ``Notification``) is held."""
     column = Notification.notification_uuid if notification_uuid is None else notification_uuid
-    return ~sa.exists().where(NotificationHold.notification_uuid == column)
+    return _hold_of(column, released=False)
 
 
-def is_held() -> sa.ColumnElement[bool]:
-    return sa.exists().where(NotificationHold.notification_uuid == Notification.notification_uuid)
+def not_held(notification_uuid: sa.ColumnElement[str] | None = None) -> sa.ColumnElement[bool]:
+    return ~is_held(notification_uuid)
+
+
+def was_released() -> sa.ColumnElement[bool]:
+    """The row of ``Notification`` was held, then released."""
+    return _hold_of(Notification.notification_uuid, released=True)
 
 
 def hold(session: orm.Session, notification_uuid: str, reason: str) -> None:
@@ -39,44 +57,48 @@ def hold(session: orm.Session, notification_uuid: str, reason: str) -> None:
     session.flush()
 
 
-def reason(session: orm.Session, notification_uuid: str) -> str | None:
-    """Why the notification is held, or None when it is not."""
-    return session.scalar(
-        sa.select(NotificationHold.reason).where(
-            NotificationHold.notification_uuid == notification_uuid
-        )
-    )
-
-
 def reasons(session: orm.Session, notification_uuids: list[str]) -> dict[str, str]:
-    """The holds among these notifications: uuid -> reason."""
+    """The notifications among these that are held: uuid -> why."""
     if not notification_uuids:
         return {}
     rows = session.execute(
         sa.select(NotificationHold.notification_uuid, NotificationHold.reason).where(
-            NotificationHold.notification_uuid.in_(notification_uuids)
+            NotificationHold.notification_uuid.in_(notification_uuids),
+            NotificationHold.released_at.is_(None),
         )
     )
     return {row.notification_uuid: row.reason for row in rows}
 
 
 def release(session: orm.Session, notification_uuid: str) -> bool:
-    """Drop the hold: the engine takes the notification like any ``new`` one. False if none.
+    """Let the engine take the notification like any ``new`` one. False when not held.
 
-    A delete, not a read then a delete: two concurrent releases (or a release and a cancel)
-    conflict on the row, and exactly one sees it gone.
+    A conditional write, not a read then a write: two concurrent releases (or a release and
+    a cancel) conflict on the row, and exactly one of them changes it.
     """
-    dropped = session.execute(
-        sa.delete(NotificationHold)
-        .where(NotificationHold.notification_uuid == notification_uuid)
+    released = session.execute(
+        sa.update(NotificationHold)
+        .where(
+            NotificationHold.notification_uuid == notification_uuid,
+            NotificationHold.released_at.is_(None),
+        )
+        .values(released_at=utcnow())
         .execution_options(synchronize_session=False)
     )
-    return affected_rows(dropped) == 1
+    return affected_rows(released) == 1
 
 
 def cancel(session: orm.Session, notification_uuid: str, message: str = CANCEL_MESSAGE) -> bool:
-    """Drop the hold and end the notification as ``ignored``, untouched. False if not held."""
-    if not release(session, notification_uuid):
+    """End a held notification as ``ignored``, nothing recovered. False when not held."""
+    dropped = session.execute(
+        sa.delete(NotificationHold)
+        .where(
+            NotificationHold.notification_uuid == notification_uuid,
+            NotificationHold.released_at.is_(None),
+        )
+        .execution_options(synchronize_session=False)
+    )
+    if affected_rows(dropped) != 1:
         return False
     session.execute(
         sa.update(Notification)
@@ -91,7 +113,7 @@ def cancel(session: orm.Session, notification_uuid: str, message: str = CANCEL_M
     return True
 
 
-def held_of_host(session: orm.Session, host_uuid: str, reason_: str) -> list[str]:
+def held_of_host(session: orm.Session, host_uuid: str, reason: str) -> list[str]:
     """The notifications of a host held for one reason, oldest first."""
     return list(
         session.scalars(
@@ -103,7 +125,8 @@ def held_of_host(session: orm.Session, host_uuid: str, reason_: str) -> list[str
             .where(
                 Notification.source_host_uuid == host_uuid,
                 Notification.deleted == 0,
-                NotificationHold.reason == reason_,
+                NotificationHold.reason == reason,
+                NotificationHold.released_at.is_(None),
             )
             .order_by(Notification.id)
         )

@@ -234,6 +234,8 @@ class NotificationHold(Base):
     notification_uuid: Mapped[str] = mapped_column(String(36), primary_key=True)
     # Why it is held: one of masakari.db.holds' REASON_* values.
     reason: Mapped[str] = mapped_column(String(255), nullable=False)
+    # Set by the operator's release; until then the engine does not take the notification.
+    released_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
 
 
 Index("recovery_tasks_notification_idx", RecoveryTask.notification_uuid)

@@ -95,8 +95,25 @@ def after(
 
 
 def new_after(session: orm.Session, after_id: int, limit: int) -> list[Candidate]:
-    """``new`` notifications above an id, oldest first."""
-    return after(session, after_id, limit, status=NEW)
+    """``new`` notifications above an id, and released ones below it, oldest first.
+
+    A released notification is older than the marks the engine's scans move up, so it is
+    looked for by itself; it stays ``new`` only until an engine claims it.
+    """
+    stmt = (
+        _candidate_columns()
+        .where(
+            Notification.deleted == 0,
+            Notification.status == NEW,
+            sa.or_(
+                sa.and_(Notification.id > after_id, holds.not_held()),
+                holds.was_released(),
+            ),
+        )
+        .order_by(Notification.id)
+        .limit(limit)
+    )
+    return _candidates(stmt, session)
 
 
 def max_id(session: orm.Session) -> int:

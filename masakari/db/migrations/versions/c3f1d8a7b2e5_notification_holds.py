@@ -3,7 +3,8 @@
 A table of its own rather than a new value of ``notifications.status``: that column is the
 reference's native enum, and altering it would make the schema differ from the reference's.
 A held notification keeps status ``new`` in the reference's table; the engine skips every
-notification that has a row here.
+notification that has a row here without ``released_at``, and takes a released one at its
+next sweep, however old its id.
 
 Revision ID: c3f1d8a7b2e5
 Revises: e7a2c9d41f03
@@ -24,6 +25,7 @@ def upgrade() -> None:
         sa.Column("created_at", sa.DateTime(), nullable=True),
         sa.Column("notification_uuid", sa.String(36), nullable=False),
         sa.Column("reason", sa.String(255), nullable=False),
+        sa.Column("released_at", sa.DateTime(), nullable=True),
         sa.PrimaryKeyConstraint("notification_uuid"),
     )
 
