@@ -57,8 +57,10 @@ def notification(
     workflow_details: list[dict[str, Any]] | None = None,
     hold_reason: str | None = None,
     since_1_4: bool = False,
+    failure_reason: str | None = None,
 ) -> dict[str, Any]:
-    """A notification; ``since_1_4`` adds hold_reason and shows a held one as held."""
+    """A notification; ``since_1_4`` adds hold_reason and failure_reason, and shows a held
+    one as held."""
     body = {
         **_soft_delete_fields(row),
         "notification_uuid": row.notification_uuid,
@@ -74,6 +76,7 @@ def notification(
         if hold_reason is not None:
             body["status"] = statuses.HELD
         body["hold_reason"] = hold_reason
+        body["failure_reason"] = failure_reason
     if workflow_details is not None:
         body["recovery_workflow_details"] = workflow_details
     return body

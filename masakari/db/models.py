@@ -238,5 +238,17 @@ class NotificationHold(Base):
     released_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
 
 
+class NotificationFailure(Base):
+    """Why the last failed attempt of a notification failed (c3f1d8a7b2e5); API 1.4 shows it."""
+
+    __tablename__ = "masakari_notification_failures"
+
+    updated_at: Mapped[datetime.datetime | None] = mapped_column(
+        DateTime, default=utcnow, onupdate=utcnow
+    )
+    notification_uuid: Mapped[str] = mapped_column(String(36), primary_key=True)
+    reason: Mapped[str] = mapped_column(Text, nullable=False)
+
+
 Index("recovery_tasks_notification_idx", RecoveryTask.notification_uuid)
 Index("instance_locks_notification_idx", InstanceLock.notification_uuid)

@@ -65,6 +65,7 @@ def _delete_notifications(session: orm.Session, uuids: list[str]) -> int:
         models.InstanceLock,
         models.InstancePlan,
         models.NotificationHold,
+        models.NotificationFailure,
     ):
         session.execute(sa.delete(model).where(model.notification_uuid.in_(uuids)))
     result = session.execute(

@@ -25,7 +25,7 @@ from sqlalchemy import orm
 
 from masakari import exception
 from masakari.compute.nova import send_guard
-from masakari.db import claims, hosts, instances, progress, vmoves
+from masakari.db import claims, failures, hosts, instances, progress, vmoves
 from masakari.db import statuses as st
 from masakari.db.database import Database, read, transaction
 from masakari.db.hosts import RecoveryHost
@@ -222,6 +222,10 @@ class Effects:
                 s, self.notification_uuid, attempt, position, name, state, task_progress, detail
             )
         )
+
+    def record_failure(self, reason: str) -> None:
+        """Keep why this attempt failed: the notification's failure_reason (API 1.4)."""
+        self._write(lambda s: failures.record(s, self.notification_uuid, reason))
 
     def finish(self, status: str, message: str | None) -> bool:
         """Write the outcome and drop the claim; False when the claim is no longer ours.

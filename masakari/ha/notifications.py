@@ -13,7 +13,7 @@ from oslo_db import exception as db_exc
 from oslo_utils import timeutils, uuidutils
 
 from masakari import exception
-from masakari.db import guards, holds, mass_failure, progress
+from masakari.db import failures, guards, holds, mass_failure, progress
 from masakari.db import hosts as hosts_db
 from masakari.db import notifications as notifications_db
 from masakari.db.database import Database
@@ -211,10 +211,20 @@ def list_(
         )
 
 
-def hold_reasons(db: Database, notification_uuids: list[str]) -> dict[str, str]:
-    """Which of these notifications are held, and why."""
+@dataclasses.dataclass(frozen=True)
+class Extras:
+    """What microversion 1.4 adds to notifications: uuid -> why held, why it last failed."""
+
+    hold_reasons: dict[str, str]
+    failure_reasons: dict[str, str]
+
+
+def extras(db: Database, notification_uuids: list[str]) -> Extras:
     with db.reader() as session:
-        return holds.reasons(session, notification_uuids)
+        return Extras(
+            holds.reasons(session, notification_uuids),
+            failures.reasons(session, notification_uuids),
+        )
 
 
 def release(db: Database, notification_uuid: str) -> Notification:

@@ -29,6 +29,7 @@ PROJECT_TABLES = (
     "masakari_host_guards",
     "masakari_instance_plans",
     "masakari_notification_holds",
+    "masakari_notification_failures",
 )
 
 

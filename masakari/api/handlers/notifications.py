@@ -34,14 +34,19 @@ def index(req: ApiRequest) -> Reply:
     )
     if not v14:
         return ok({"notifications": [views.notification(row) for row in rows]})
-    held = notifications_api.hold_reasons(req.state.db, [row.notification_uuid for row in rows])
-    return ok(
-        {
-            "notifications": [
-                views.notification(row, hold_reason=held.get(row.notification_uuid), since_1_4=True)
-                for row in rows
-            ]
-        }
+    extras = notifications_api.extras(req.state.db, [row.notification_uuid for row in rows])
+    return ok({"notifications": [_since_1_4(row, extras) for row in rows]})
+
+
+def _since_1_4(
+    row: Any, extras: notifications_api.Extras, details: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    return views.notification(
+        row,
+        details,
+        hold_reason=extras.hold_reasons.get(row.notification_uuid),
+        since_1_4=True,
+        failure_reason=extras.failure_reasons.get(row.notification_uuid),
     )
 
 
@@ -49,12 +54,8 @@ def _view(req: ApiRequest, row: Any, details: list[dict[str, Any]] | None = None
     """One notification as the request's version shows it."""
     if not req.at_least("1.4"):
         return {"notification": views.notification(row, details)}
-    held = notifications_api.hold_reasons(req.state.db, [row.notification_uuid])
-    return {
-        "notification": views.notification(
-            row, details, hold_reason=held.get(row.notification_uuid), since_1_4=True
-        )
-    }
+    extras = notifications_api.extras(req.state.db, [row.notification_uuid])
+    return {"notification": _since_1_4(row, extras, details)}
 
 
 def show(req: ApiRequest) -> Reply:

@@ -210,3 +210,19 @@ def test_cancel_ends_a_held_report_untouched(make_cloud: Any) -> None:
     time.sleep(0.5)
     assert cloud.show(nid)["status"] == "ignored"
     assert cloud.evacuated() == []
+
+
+def test_failure_reason_from_1_4(make_cloud: Any) -> None:
+    cloud = make_cloud(4)
+    cloud.dep.sim.power_off("compute-4")
+    # The segment wants reserved hosts and has none: the attempt fails.
+    seg = cloud.dep.request("GET", "/v1/segments").json["segments"][0]["uuid"]
+    body = {"segment": {"recovery_method": "reserved_host"}}
+    assert cloud.dep.request("PUT", f"/v1/segments/{seg}", body).status_int == 200
+    nid = cloud.report("compute-4")["notification_uuid"]
+    assert nid and cloud.show(nid)["failure_reason"] is None
+    cloud.start_engine()
+    assert cloud.wait_final([nid]) == ["error"]
+    assert cloud.show(nid)["failure_reason"] == "No reserved_hosts available for evacuation."
+    assert "failure_reason" not in cloud.show(nid, version="1.3")
+    assert cloud.evacuated() == []

@@ -95,7 +95,7 @@ def test_action_through_the_sdk_raw_session(served: tuple[Deployment, str]) -> N
     )
     assert released.status_code == 200
     body = released.json()["notification"]
-    assert set(body) == KEYS_1_3 | {"hold_reason"}
+    assert set(body) == KEYS_1_3 | {"hold_reason", "failure_reason"}
     assert (body["status"], body["hold_reason"]) == ("new", None)
     again = conn.instance_ha.post(
         f"/notifications/{nid}/action", json={"cancel": None}, microversion="1.4"
