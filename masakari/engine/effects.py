@@ -255,6 +255,12 @@ class Effects:
     def force_down_service(self, service_id: str) -> None:
         self._nova_call(lambda: self._nova.force_down_service(service_id, True))
 
+    def unset_forced_down(self, service_id: str) -> None:
+        self._nova_call(lambda: self._nova.force_down_service(service_id, False))
+
+    def clear_maintenance(self, host_uuid: str) -> bool:
+        return self._write(lambda session: hosts.clear_maintenance(session, host_uuid))
+
     def lock_server(self, instance_uuid: str) -> None:
         """Lock in Nova; recorded first, so that whoever finishes the notification unlocks."""
         self._write(lambda s: instances.record_lock(s, self.notification_uuid, instance_uuid))

@@ -13,6 +13,7 @@ from oslo_db import exception as db_exc
 from oslo_utils import timeutils, uuidutils
 
 from masakari import exception
+from masakari.conf import host_return as host_return_opts
 from masakari.db import failures, guards, holds, mass_failure, progress
 from masakari.db import hosts as hosts_db
 from masakari.db import notifications as notifications_db
@@ -78,10 +79,16 @@ class Rules:
 
     thresholds: mass_failure.Thresholds = mass_failure.Thresholds()
     hold_unknown: bool = False
+    # [host_return] on: a host on maintenance may report that it is back.
+    host_return: bool = False
 
     @classmethod
     def from_conf(cls, conf: Any) -> Rules:
-        return cls(mass_failure.Thresholds.from_conf(conf), conf.guards.hold_unknown_host_reports)
+        return cls(
+            mass_failure.Thresholds.from_conf(conf),
+            conf.guards.hold_unknown_host_reports,
+            host_return_opts.enabled(conf),
+        )
 
 
 def create(
@@ -115,6 +122,13 @@ def record(
             reason,
         )
     return row, reason
+
+
+def _is_return_report(data: Mapping[str, Any]) -> bool:
+    """A report that a host is back (STARTED, NORMAL): what [host_return] acts on."""
+    payload = data.get("payload")
+    event = str(payload.get("event") or "").upper() if isinstance(payload, Mapping) else ""
+    return _host_status(data) == "NORMAL" and event == "STARTED"
 
 
 def _host_status(data: Mapping[str, Any]) -> str:
@@ -154,7 +168,7 @@ def _record(
         guards.hold(session, host.uuid)
         if failure:
             mass_failure.take_guards(session, rules.thresholds, host.failover_segment_id)
-        if host.on_maintenance:
+        if host.on_maintenance and not (rules.host_return and _is_return_report(data)):
             raise exception.HostOnMaintenance(
                 message=MAINTENANCE_MESSAGE % {"host": data["hostname"], "type": data["type"]}
             )

@@ -41,6 +41,9 @@ PROJECT_ONLY = {
     ("guards", "global_max_failed_hosts_percent"): ("integer value", 0, 0),
     ("guards", "failed_hosts_window"): ("integer value", 300, 1),
     ("guards", "hold_unknown_host_reports"): ("boolean value", False, None),
+    ("host_return", "unset_forced_down"): ("boolean value", False, None),
+    ("host_return", "enable_compute_service"): ("boolean value", False, None),
+    ("host_return", "clear_on_maintenance"): ("boolean value", False, None),
 }
 
 # Defaults that depend on the machine; config-options.json holds the

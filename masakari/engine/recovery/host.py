@@ -8,9 +8,10 @@ from typing import Any
 from oslo_utils import strutils
 
 from masakari import exception
+from masakari.conf import host_return as host_return_opts
 from masakari.db import statuses
 from masakari.engine.context import Cancelled, PollTimeout, RunContext
-from masakari.engine.recovery import evacuate
+from masakari.engine.recovery import evacuate, host_return
 from masakari.engine.recovery.evacuate import HYPERVISOR, TASK_STATE, VM_STATE, compute_host
 from masakari.engine.recovery.flow import (
     Flow,
@@ -274,6 +275,8 @@ def handle(
             host_uuid,
             payload.event,
         )
+        if host_return_opts.enabled(run.conf) and not released_unknown:
+            return host_return.handle(run, host_uuid)
         return statuses.FINISHED
     if event != "STOPPED":
         LOG.warning(

@@ -226,3 +226,54 @@ def test_failure_reason_from_1_4(make_cloud: Any) -> None:
     assert cloud.show(nid)["failure_reason"] == "No reserved_hosts available for evacuation."
     assert "failure_reason" not in cloud.show(nid, version="1.3")
     assert cloud.evacuated() == []
+
+
+RETURN_STEPS = ("unset_forced_down", "enable_compute_service", "clear_on_maintenance")
+
+
+@pytest.mark.parametrize(
+    "steps",
+    [(), ("enable_compute_service",), RETURN_STEPS],
+    ids=["off", "enable-only", "all"],
+)
+def test_host_returning_after_recovery(make_cloud: Any, steps: tuple[str, ...]) -> None:
+    cloud = make_cloud(
+        4,
+        host_failure={"force_down_fenced_host": "true"},
+        host_return={step: "true" for step in steps},
+    )
+    cloud.dep.sim.power_off("compute-1")
+    cloud.start_engine()
+    down = cloud.report("compute-1")["notification_uuid"]
+    assert cloud.wait_final([down]) == ["finished"]
+    service = cloud.dep.sim.service("compute-1")
+    assert (service["status"], service["forced_down"]) == ("disabled", True)
+
+    cloud.dep.sim.power_on("compute-1")
+    back = cloud.dep.request(
+        "POST", "/v1/notifications", host_report("compute-1", event="STARTED"), version="1.4"
+    )
+    host = cloud.dep.request("GET", "/v1/segments").json["segments"][0]["uuid"]
+    hosts = cloud.dep.request("GET", f"/v1/segments/{host}/hosts").json["hosts"]
+    if not steps:
+        # The reference: the host is on maintenance, its report is refused, nothing changes.
+        assert back.status_int == 409
+        assert {h["name"]: h["on_maintenance"] for h in hosts}["compute-1"] is True
+        return
+    assert back.status_int == 202
+    nid = back.json["notification"]["notification_uuid"]
+    assert cloud.wait_final([nid]) == ["finished"]
+    service = cloud.dep.sim.service("compute-1")
+    assert service["status"] == "enabled"
+    assert service["forced_down"] is ("unset_forced_down" not in steps)
+    hosts = cloud.dep.request("GET", f"/v1/segments/{host}/hosts").json["hosts"]
+    on_maintenance = {h["name"]: h["on_maintenance"] for h in hosts}["compute-1"]
+    assert on_maintenance is ("clear_on_maintenance" not in steps)
+    details = cloud.dep.request("GET", f"/v1/notifications/{nid}", version="1.1").json
+    tasks = details["notification"]["recovery_workflow_details"]
+    assert [(t["name"], t["state"]) for t in tasks] == [("ReturnHostTask", "SUCCESS")]
+    messages = [d["message"] for d in tasks[0]["progress_details"]]
+    assert "Enabled compute service on host 'compute-1'" in messages
+    assert ("Host 'compute-1' is no longer on maintenance" in messages) is (
+        "clear_on_maintenance" in steps
+    )
