@@ -44,6 +44,14 @@ PROJECT_ONLY = {
     ("host_return", "unset_forced_down"): ("boolean value", False, None),
     ("host_return", "enable_compute_service"): ("boolean value", False, None),
     ("host_return", "clear_on_maintenance"): ("boolean value", False, None),
+    ("host_failure", "scope_include_projects"): ("list value", [], None),
+    ("host_failure", "scope_exclude_projects"): ("list value", [], None),
+    ("host_failure", "scope_include_flavors"): ("list value", [], None),
+    ("host_failure", "scope_exclude_flavors"): ("list value", [], None),
+    ("host_failure", "scope_include_images"): ("list value", [], None),
+    ("host_failure", "scope_exclude_images"): ("list value", [], None),
+    ("host_failure", "scope_include_metadata"): ("list value", [], None),
+    ("host_failure", "scope_exclude_metadata"): ("list value", [], None),
 }
 
 # Defaults that depend on the machine; config-options.json holds the

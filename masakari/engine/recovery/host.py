@@ -11,7 +11,7 @@ from masakari import exception
 from masakari.conf import host_return as host_return_opts
 from masakari.db import statuses
 from masakari.engine.context import Cancelled, PollTimeout, RunContext
-from masakari.engine.recovery import evacuate, host_return
+from masakari.engine.recovery import evacuate, host_return, scope
 from masakari.engine.recovery.evacuate import HYPERVISOR, TASK_STATE, VM_STATE, compute_host
 from masakari.engine.recovery.flow import (
     Flow,
@@ -149,6 +149,7 @@ def prepare_ha_enabled_instances(ctx: TaskContext) -> None:
             f"Total count is: '{len(selected)}'",
             0.8,
         )
+    selected = _in_scope(ctx, selected)
     if not selected:
         msg = f"Skipped host '{host_name}' recovery as no instances needs to be evacuated"
         ctx.update_details(msg, 1.0)
@@ -163,6 +164,21 @@ def prepare_ha_enabled_instances(ctx: TaskContext) -> None:
         "Instances to be evacuated are: '{}'".format(",".join(server["id"] for server in selected)),
         1.0,
     )
+
+
+def _in_scope(ctx: TaskContext, servers: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The servers the [host_failure] scope rules let move; the others are said and left."""
+    kept = []
+    for server in servers:
+        rule = scope.out_of_scope(ctx.conf.host_failure, server)
+        if rule is None:
+            kept.append(server)
+        else:
+            ctx.update_details(
+                f"Instance '{server['id']}' is out of scope ([host_failure] {rule}): not evacuated",
+                0.85,
+            )
+    return kept
 
 
 def _error_before_recovery(ctx: TaskContext, server: dict[str, Any]) -> bool:

@@ -15,6 +15,7 @@ import pytest
 
 from masakari.db import holds
 from masakari.engine.service import EngineService
+from tests.fakes import nova as fake_nova
 from tests.functional.api.support import Deployment, host_body, segment_body
 
 FAST = {
@@ -276,4 +277,38 @@ def test_host_returning_after_recovery(make_cloud: Any, steps: tuple[str, ...]) 
     assert "Enabled compute service on host 'compute-1'" in messages
     assert ("Host 'compute-1' is no longer on maintenance" in messages) is (
         "clear_on_maintenance" in steps
+    )
+
+
+def test_scope_rules_leave_service_instances_and_other_projects(make_cloud: Any) -> None:
+    cloud = make_cloud(
+        4,
+        host_failure={
+            "scope_exclude_metadata": "role=amphora",
+            "scope_include_projects": fake_nova.MEMBER_PROJECT_ID,
+        },
+    )
+    sim = cloud.dep.sim
+    amphora = sim.add_server(host="compute-1", metadata={"HA_Enabled": "True", "role": "amphora"})
+    foreign = sim.add_server(host="compute-1", metadata={"HA_Enabled": "True"}, tenant_id="other")
+    sim.power_off("compute-1")
+    cloud.start_engine()
+    nid = cloud.report("compute-1")["notification_uuid"]
+    assert cloud.wait_final([nid]) == ["finished"]
+    assert cloud.evacuated() == [cloud.servers["compute-1"]]
+    assert sim.server(amphora)["OS-EXT-SRV-ATTR:host"] == "compute-1"
+    assert sim.server(foreign)["OS-EXT-SRV-ATTR:host"] == "compute-1"
+    shown = cloud.dep.request("GET", f"/v1/notifications/{nid}", version="1.1").json
+    messages = [
+        d["message"]
+        for task in shown["notification"]["recovery_workflow_details"]
+        for d in task["progress_details"]
+    ]
+    assert (
+        f"Instance '{amphora}' is out of scope ([host_failure] scope_exclude_metadata): "
+        "not evacuated" in messages
+    )
+    assert (
+        f"Instance '{foreign}' is out of scope ([host_failure] scope_include_projects): "
+        "not evacuated" in messages
     )
