@@ -35,11 +35,19 @@ def return_host(ctx: TaskContext) -> None:
         else:
             ctx.update_details(f"Compute service on host '{host_name}' is not forced down", 0.3)
     if options.enable_compute_service and service is not None:
-        if service.get("status") == "disabled":
+        reason = service.get("disabled_reason")
+        if service.get("status") != "disabled":
+            ctx.update_details(f"Compute service on host '{host_name}' is enabled", 0.6)
+        elif reason != ctx.conf.host_failure.service_disable_reason:
+            # Someone else disabled it, for their own reason: theirs to enable.
+            ctx.update_details(
+                f"Compute service on host '{host_name}' was disabled by someone else "
+                f"({reason!r}): left disabled",
+                0.6,
+            )
+        else:
             ctx.effects.enable_service(service["id"])
             ctx.update_details(f"Enabled compute service on host '{host_name}'", 0.6)
-        else:
-            ctx.update_details(f"Compute service on host '{host_name}' is enabled", 0.6)
     if options.clear_on_maintenance:
         if ctx.effects.clear_maintenance(host_uuid):
             ctx.update_details(f"Host '{host_name}' is no longer on maintenance", 0.9)
@@ -51,8 +59,9 @@ def return_host(ctx: TaskContext) -> None:
 def handle(run: RunContext, host_uuid: str) -> str:
     """Run the return steps for a host that reported STARTED; the status it ends with."""
     host = run.effects.host(host_uuid)
-    if host is None:
-        LOG.warning("Host %s reported back but no longer exists.", host_uuid)
+    if host is None or not host.on_maintenance:
+        # Only a host a recovery put on maintenance (or an operator did) is returned: a
+        # STARTED report of a host in service changes nothing, as in the reference.
         return statuses.FINISHED
     LOG.info("Host %s reported back: returning it to service.", host.name)
     store = Store(run.notification_uuid, host_name=host.name, host_status="NORMAL")

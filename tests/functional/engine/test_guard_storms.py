@@ -312,3 +312,35 @@ def test_scope_rules_leave_service_instances_and_other_projects(make_cloud: Any)
         f"Instance '{foreign}' is out of scope ([host_failure] scope_include_projects): "
         "not evacuated" in messages
     )
+
+
+def test_host_return_leaves_a_service_someone_else_disabled(make_cloud: Any) -> None:
+    cloud = make_cloud(4, host_return={step: "true" for step in RETURN_STEPS})
+    sim = cloud.dep.sim
+    service_id = sim.service("compute-2")["id"]
+    with sim.lock:
+        for service in sim.services:
+            if service.id == service_id:
+                service.status, service.disabled_reason = "disabled", "hardware swap"
+    seg = cloud.dep.request("GET", "/v1/segments").json["segments"][0]["uuid"]
+    hosts = cloud.dep.request("GET", f"/v1/segments/{seg}/hosts").json["hosts"]
+    host = {h["name"]: h["uuid"] for h in hosts}["compute-2"]
+    body = {"host": {"on_maintenance": True}}
+    assert cloud.dep.request("PUT", f"/v1/segments/{seg}/hosts/{host}", body).status_int == 200
+    cloud.start_engine()
+    nid = cloud.report("compute-2", event="STARTED")["notification_uuid"]
+    assert cloud.wait_final([nid]) == ["finished"]
+    assert sim.service("compute-2")["status"] == "disabled"
+    shown = cloud.dep.request("GET", f"/v1/notifications/{nid}", version="1.1").json
+    messages = [
+        d["message"]
+        for task in shown["notification"]["recovery_workflow_details"]
+        for d in task["progress_details"]
+    ]
+    assert (
+        "Compute service on host 'compute-2' was disabled by someone else ('hardware swap'): "
+        "left disabled" in messages
+    )
+    # Maintenance is masakari's own flag: cleared.
+    hosts = cloud.dep.request("GET", f"/v1/segments/{seg}/hosts").json["hosts"]
+    assert {h["name"]: h["on_maintenance"] for h in hosts}["compute-2"] is False
