@@ -79,7 +79,10 @@ class Cloud:
         )
 
     def start_engine(self) -> None:
-        self.engine = EngineService(self.dep.conf, self.dep.db, self.dep.sim.client(timeout=5))
+        # Frequent sweeps: a released notification is found by the next one.
+        self.engine = EngineService(
+            self.dep.conf, self.dep.db, self.dep.sim.client(timeout=5), sweep_interval=0.5
+        )
         self.engine.start()
 
     def wait_final(self, nids: list[str], timeout: float = 45.0) -> list[str]:
