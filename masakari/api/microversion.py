@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from masakari import exception
 
@@ -17,7 +17,12 @@ VERSIONS: tuple[tuple[str, str], ...] = (
     ("1.1", "notification show adds recovery_workflow_details"),
     ("1.2", "segment create and update accept enabled"),
     ("1.3", "vmoves (served at every version: clients send 1.3, older ones do not)"),
+    ("1.4", "held notifications, their release/cancel action, failure_reason"),
 )
+
+# The newest version served unless [DEFAULT]/api_max_microversion raises it: what the
+# reference serves, so that clients see no difference until the operator opts in.
+REFERENCE_MAX = "1.3"
 
 Version = tuple[int, int]
 
@@ -36,8 +41,14 @@ def parse_string(text: str) -> Version:
 
 
 MIN_VERSION: Version = parse_string(VERSIONS[0][0])
+# The newest version this code knows; what a deployment serves is enabled_max(conf).
 MAX_VERSION: Version = parse_string(VERSIONS[-1][0])
 DEFAULT_VERSION = MIN_VERSION
+
+
+def enabled_max(conf: Any) -> Version:
+    """The newest version served: [DEFAULT]/api_max_microversion (1.3 by default)."""
+    return parse_string(conf.api_max_microversion)
 
 
 def to_string(version: Version) -> str:
@@ -70,24 +81,28 @@ def header_value(headers: Mapping[str, str]) -> str | None:
     return None
 
 
-def from_headers(headers: Mapping[str, str]) -> Version:
-    """The requested version: default without header, max for ``latest``.
+def from_headers(headers: Mapping[str, str], max_version: Version | None = None) -> Version:
+    """The requested version: default without header, ``max_version`` for ``latest``.
+
+    ``max_version`` is the served maximum (:func:`enabled_max`), the reference's by default.
 
     Raises InvalidAPIVersionString (400) or, carrying the parsed version,
     UnsupportedVersion (406).
     """
+    if max_version is None:
+        max_version = parse_string(REFERENCE_MAX)
     text = header_value(headers)
     if text is None:
         return DEFAULT_VERSION
     if text == "latest":
-        return MAX_VERSION
+        return max_version
     version = parse_string(text)
-    if not MIN_VERSION <= version <= MAX_VERSION:
+    if not MIN_VERSION <= version <= max_version:
         raise UnsupportedVersion(
             version,
             req_ver=to_string(version),
             min_ver=to_string(MIN_VERSION),
-            max_ver=to_string(MAX_VERSION),
+            max_ver=to_string(max_version),
         )
     return version
 

@@ -9,6 +9,7 @@ under ``/{project_id}`` (the token's project, checked after the body is parsed).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Mapping
@@ -22,7 +23,17 @@ from masakari.api import errors, faults, microversion, outage
 from masakari.api.handlers import extensions, hosts, notifications, segments, versions, vmoves
 from masakari.api.request import CONTEXT_KEY, ApiRequest, Handler, Reply
 
-Target = Handler | str
+
+@dataclasses.dataclass(frozen=True)
+class Since:
+    """A handler served from a microversion on; older versions get the mapper action's 405."""
+
+    version: str
+    handler: Handler
+    action: str
+
+
+Target = Handler | str | Since
 
 ROUTES: dict[str, Mapping[str, Target]] = {
     # The version document of /v1 (the reference's custom routes, no suffix, no project).
@@ -51,7 +62,7 @@ ROUTES: dict[str, Mapping[str, Target]] = {
     },
     "/notifications": {"POST": notifications.create, "GET": notifications.index},
     "/notifications/new": {"GET": "new"},
-    "/notifications/{id}/action": {"POST": "action"},
+    "/notifications/{id}/action": {"POST": Since("1.4", notifications.action, "action")},
     "/notifications/{id}/edit": {"GET": "edit"},
     "/notifications/{id}": {"PUT": "update", "DELETE": "delete", "GET": notifications.show},
     "/notifications/{notification_id}/vmoves": {"POST": "create", "GET": vmoves.index},
@@ -128,13 +139,18 @@ class Router:
 
     def _dispatch(self, req: ApiRequest, target: Target, args: dict[str, str]) -> webob.Response:
         try:
-            version = microversion.from_headers(req.headers)
+            version = microversion.from_headers(
+                req.headers, microversion.enabled_max(self.state.conf)
+            )
         except microversion.UnsupportedVersion as exc:
             return faults.fault(406, exc.format_message(), vary=True)
         except exception.InvalidAPIVersionString as exc:
             return faults.fault(400, exc.format_message())
         req.api_version = version
         req.state = self.state
+        if isinstance(target, Since):
+            served = version >= microversion.parse_string(target.version)
+            target = target.handler if served else target.action
         try:
             req.request_media_type()
             media_type = req.response_media_type()

@@ -6,7 +6,7 @@ import datetime
 import json
 from typing import Any
 
-from masakari.db import models
+from masakari.db import models, statuses
 
 # oslo.serialization's format: naive, always with microseconds.
 TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%f"
@@ -53,8 +53,14 @@ def host(row: models.Host) -> dict[str, Any]:
 
 
 def notification(
-    row: models.Notification, workflow_details: list[dict[str, Any]] | None = None
+    row: models.Notification,
+    workflow_details: list[dict[str, Any]] | None = None,
+    hold_reason: str | None = None,
+    since_1_4: bool = False,
+    failure_reason: str | None = None,
 ) -> dict[str, Any]:
+    """A notification; ``since_1_4`` adds hold_reason and failure_reason, and shows a held
+    one as held."""
     body = {
         **_soft_delete_fields(row),
         "notification_uuid": row.notification_uuid,
@@ -66,6 +72,11 @@ def notification(
         "failover_segment_uuid": row.failover_segment_uuid,
         "message": row.message,
     }
+    if since_1_4:
+        if hold_reason is not None:
+            body["status"] = statuses.HELD
+        body["hold_reason"] = hold_reason
+        body["failure_reason"] = failure_reason
     if workflow_details is not None:
         body["recovery_workflow_details"] = workflow_details
     return body

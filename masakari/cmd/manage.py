@@ -1,4 +1,5 @@
-"""masakari-manage: ``db sync [VERSION]``, ``db version``, ``db purge``.
+"""masakari-manage: ``db sync [VERSION]``, ``db version``, ``db purge``, and the project's
+``notification release|cancel UUID`` (held notifications).
 
 Exit codes, as the reference's: 0 success; 1 the command refused its arguments or failed
 (database error, unknown revision); 2 bad usage or unreadable configuration files.
@@ -23,6 +24,7 @@ from masakari import exception
 from masakari.conf import paths
 from masakari.db import migration, purge
 from masakari.db.database import Database
+from masakari.ha import notifications as notifications_api
 from masakari.version import VERSION
 
 MAX_INT = 0x7FFFFFFF
@@ -109,8 +111,29 @@ def check_database_configured(conf: cfg.ConfigOpts) -> None:
     )
 
 
+def _end_hold(conf: cfg.ConfigOpts, action: Callable[[Database, str], Any], done: str) -> None:
+    notification_uuid = conf.category.notification_uuid
+    db = Database.from_conf(conf)
+    try:
+        action(db, notification_uuid)
+    except (exception.NotFound, exception.Conflict) as exc:
+        raise CommandError(exc.format_message()) from exc
+    finally:
+        db.dispose()
+    print(f"Notification {notification_uuid} {done}.")
+
+
+def notification_release(conf: cfg.ConfigOpts) -> None:
+    _end_hold(conf, notifications_api.release, "released")
+
+
+def notification_cancel(conf: cfg.ConfigOpts) -> None:
+    _end_hold(conf, notifications_api.cancel, "cancelled")
+
+
 COMMANDS: dict[str, dict[str, Callable[[cfg.ConfigOpts], None]]] = {
     "db": {"sync": db_sync, "version": db_version, "purge": db_purge},
+    "notification": {"release": notification_release, "cancel": notification_cancel},
 }
 
 
@@ -128,6 +151,12 @@ def _add_parsers(subparsers: Any) -> None:  # argparse's _SubParsersAction is pr
     purge_parser.add_argument(
         "--max_rows", type=int, default=-1, help="at most this many rows per table (-1: all)"
     )
+    notification = subparsers.add_parser("notification", help="held notifications")
+    verbs = notification.add_subparsers(dest="action")
+    verbs.required = True
+    for verb, text in (("release", "let the engine recover"), ("cancel", "end, unrecovered")):
+        verb_parser = verbs.add_parser(verb, help=f"{text} a held notification")
+        verb_parser.add_argument("notification_uuid", help="the notification's uuid")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -55,6 +55,20 @@ request.
 """
         ),
     ),
+    cfg.StrOpt(
+        "api_max_microversion",
+        default="1.3",
+        choices=("1.3", "1.4"),
+        help=paragraphs(
+            """
+(masakari rewrite only) Newest API microversion masakari-api serves, and
+announces in its version documents. ``1.3`` is what masakari 22.0.0 serves:
+clients see no difference. ``1.4`` adds held notifications (and their
+release/cancel action) and ``failure_reason`` in notification bodies; clients
+that send no microversion, or 1.3 or older, still see exactly the 1.3 bodies.
+"""
+        ),
+    ),
     cfg.IntOpt(
         "notification_delay_max",
         default=5,

@@ -19,7 +19,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy import orm
 
-from masakari.db import guards
+from masakari.db import guards, holds
 from masakari.db.database import affected_rows
 from masakari.db.models import Notification, NotificationClaim
 from masakari.db.statuses import ERROR, FAILED, NEW, RUNNING
@@ -92,6 +92,9 @@ def claim(
         Notification.notification_uuid == notification_uuid,
         Notification.status.in_(list(from_statuses)),
         Notification.deleted == 0,
+        # Checked by the write itself: a release committed later cannot have been missed,
+        # and a notification held after the candidate was read is not taken.
+        holds.not_held(sa.literal(notification_uuid)),
     )
     if generated_before is not None:
         stmt = stmt.where(Notification.generated_time < generated_before)
@@ -268,7 +271,10 @@ def take_over(
 
 
 def expire(session: orm.Session, generated_before: datetime.datetime, limit: int) -> list[str]:
-    """Mark ``failed`` up to ``limit`` unfinished notifications generated before a time."""
+    """Mark ``failed`` up to ``limit`` unfinished notifications generated before a time.
+
+    Held ones wait for an operator however long it takes: they never expire.
+    """
     statuses = [RUNNING, ERROR, NEW]
     rows = session.execute(
         sa.select(Notification.id, Notification.notification_uuid)
@@ -276,6 +282,7 @@ def expire(session: orm.Session, generated_before: datetime.datetime, limit: int
             Notification.status.in_(statuses),
             Notification.generated_time < generated_before,
             Notification.deleted == 0,
+            holds.not_held(),
         )
         .order_by(Notification.id)
         .limit(limit)

@@ -177,3 +177,14 @@ def give_back_reserved_host(session: orm.Session, name: str) -> None:
         .values(reserved=True)
         .execution_options(synchronize_session=False)
     )
+
+
+def clear_maintenance(session: orm.Session, host_uuid: str) -> bool:
+    """A recovered host is back: off maintenance. False when it was not on it."""
+    result = session.execute(
+        sa.update(Host)
+        .where(Host.uuid == host_uuid, Host.deleted == 0, Host.on_maintenance.is_(True))
+        .values(on_maintenance=False)
+        .execution_options(synchronize_session=False)
+    )
+    return affected_rows(result) == 1

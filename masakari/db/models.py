@@ -143,7 +143,8 @@ class VMove(_SoftDelete, Base):
     message: Mapped[str | None] = mapped_column(Text)
 
 
-# --- the project's own tables (migrations b6e0c1a2f9d4, e7a2c9d41f03, after the reference's head)
+# --- the project's own tables (migrations b6e0c1a2f9d4, e7a2c9d41f03, c3f1d8a7b2e5, after the
+# reference's head)
 
 
 class RecoveryTask(_Timestamps, Base):
@@ -219,6 +220,34 @@ class InstancePlan(Base):
     vm_state: Mapped[str | None] = mapped_column(String(255))
     stop_after: Mapped[bool] = mapped_column(Boolean, nullable=False)
     last_action: Mapped[str | None] = mapped_column(String(16))
+
+
+class NotificationHold(Base):
+    """A notification the engine must not take until an operator releases it (c3f1d8a7b2e5).
+
+    Its status stays ``new`` in the reference's table; the API shows ``held`` from 1.4.
+    """
+
+    __tablename__ = "masakari_notification_holds"
+
+    created_at: Mapped[datetime.datetime | None] = mapped_column(DateTime, default=utcnow)
+    notification_uuid: Mapped[str] = mapped_column(String(36), primary_key=True)
+    # Why it is held: one of masakari.db.holds' REASON_* values.
+    reason: Mapped[str] = mapped_column(String(255), nullable=False)
+    # Set by the operator's release; until then the engine does not take the notification.
+    released_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
+
+
+class NotificationFailure(Base):
+    """Why the last failed attempt of a notification failed (c3f1d8a7b2e5); API 1.4 shows it."""
+
+    __tablename__ = "masakari_notification_failures"
+
+    updated_at: Mapped[datetime.datetime | None] = mapped_column(
+        DateTime, default=utcnow, onupdate=utcnow
+    )
+    notification_uuid: Mapped[str] = mapped_column(String(36), primary_key=True)
+    reason: Mapped[str] = mapped_column(Text, nullable=False)
 
 
 Index("recovery_tasks_notification_idx", RecoveryTask.notification_uuid)

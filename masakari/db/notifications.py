@@ -12,8 +12,10 @@ import sqlalchemy as sa
 from sqlalchemy import orm
 
 from masakari import exception
+from masakari.db import holds
 from masakari.db.models import Notification
 from masakari.db.paging import paginate
+from masakari.db.statuses import HELD, NEW
 
 
 def list_(
@@ -23,9 +25,19 @@ def list_(
     sort_dirs: Sequence[str],
     limit: int | None,
     marker: str | None,
+    show_held: bool = False,
 ) -> list[Notification]:
-    """Filters: status, source_host_uuid, type (as given), generated-since (naive UTC)."""
+    """Filters: status, source_host_uuid, type (as given), generated-since (naive UTC).
+
+    With ``show_held`` (microversion 1.4) status held selects the held notifications and
+    status new the others; without, held ones are the new ones they are in the table.
+    """
     criteria: list[Any] = []
+    if show_held and filters.get("status") == HELD:
+        criteria.append(holds.is_held())
+        filters = {k: v for k, v in filters.items() if k != "status"}
+    elif show_held and filters.get("status") == NEW:
+        criteria.append(holds.not_held())
     if "source_host_uuid" in filters:
         criteria.append(Notification.source_host_uuid == filters["source_host_uuid"])
     if "type" in filters:

@@ -64,6 +64,8 @@ def _delete_notifications(session: orm.Session, uuids: list[str]) -> int:
         models.NotificationClaim,
         models.InstanceLock,
         models.InstancePlan,
+        models.NotificationHold,
+        models.NotificationFailure,
     ):
         session.execute(sa.delete(model).where(model.notification_uuid.in_(uuids)))
     result = session.execute(
@@ -101,7 +103,11 @@ def _delete_soft_deleted(
 
 
 def _delete_orphan_guards(session: orm.Session) -> None:
-    """Per-host guard rows of hosts whose rows are gone (not counted: not a reference table)."""
+    """Per-host guard rows of hosts whose rows are gone (not counted: not a reference table).
+
+    Also the mass-failure guard's segment and global rows: harmless, the next intake that
+    needs one inserts it again.
+    """
     g = models.HostGuard
     session.execute(sa.delete(g).where(~sa.exists().where(models.Host.uuid == g.host_uuid)))
 

@@ -12,8 +12,9 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy import orm
 
+from masakari.db import holds
 from masakari.db.models import Notification, NotificationClaim
-from masakari.db.statuses import ERROR, NEW, RUNNING
+from masakari.db.statuses import ERROR, HELD, NEW, RUNNING
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,11 +64,17 @@ def _candidate_columns() -> sa.Select[*tuple[Any, ...]]:
         )
         .label("host_busy")
     )
+    # A held notification reads as status held: nothing that looks for new ones takes it.
+    # Plain text, not the column's enum type: PostgreSQL refuses a value outside the enum.
+    status = sa.case(
+        (holds.is_held(), sa.literal(HELD, sa.String(16))),
+        else_=sa.cast(Notification.status, sa.String(16)),
+    ).label("status")
     return sa.select(
         Notification.id,
         Notification.notification_uuid,
         Notification.source_host_uuid,
-        Notification.status,
+        status,
         host_busy,
     )
 
@@ -75,16 +82,38 @@ def _candidate_columns() -> sa.Select[*tuple[Any, ...]]:
 def after(
     session: orm.Session, after_id: int, limit: int, status: str | None = None
 ) -> list[Candidate]:
-    """Notifications above an id (of one status), oldest first: a primary-key range scan."""
+    """Notifications above an id (of one status), oldest first: a primary-key range scan.
+
+    Held notifications have status held here, and are not ``new`` ones.
+    """
     stmt = _candidate_columns().where(Notification.id > after_id, Notification.deleted == 0)
     if status is not None:
         stmt = stmt.where(Notification.status == status)
+        if status == NEW:
+            stmt = stmt.where(holds.not_held())
     return _candidates(stmt.order_by(Notification.id).limit(limit), session)
 
 
 def new_after(session: orm.Session, after_id: int, limit: int) -> list[Candidate]:
-    """``new`` notifications above an id, oldest first."""
-    return after(session, after_id, limit, status=NEW)
+    """``new`` notifications above an id, and released ones below it, oldest first.
+
+    A released notification is older than the marks the engine's scans move up, so it is
+    looked for by itself; it stays ``new`` only until an engine claims it.
+    """
+    stmt = (
+        _candidate_columns()
+        .where(
+            Notification.deleted == 0,
+            Notification.status == NEW,
+            sa.or_(
+                sa.and_(Notification.id > after_id, holds.not_held()),
+                holds.was_released(),
+            ),
+        )
+        .order_by(Notification.id)
+        .limit(limit)
+    )
+    return _candidates(stmt, session)
 
 
 def max_id(session: orm.Session) -> int:
@@ -94,14 +123,21 @@ def max_id(session: orm.Session) -> int:
 def retry_candidates(
     session: orm.Session, new_before: datetime.datetime, limit: int
 ) -> list[Candidate]:
-    """What the retry loop takes: every ``error``, and ``new`` ones generated before a time."""
+    """What the retry loop takes: every ``error``, and ``new`` ones generated before a time.
+
+    A released notification is one of these once its hold is gone, however old.
+    """
     stmt = (
         _candidate_columns()
         .where(
             Notification.deleted == 0,
             sa.or_(
                 Notification.status == ERROR,
-                sa.and_(Notification.status == NEW, Notification.generated_time < new_before),
+                sa.and_(
+                    Notification.status == NEW,
+                    Notification.generated_time < new_before,
+                    holds.not_held(),
+                ),
             ),
         )
         .order_by(Notification.id)

@@ -9,6 +9,9 @@ ERROR = "error"
 FAILED = "failed"
 IGNORED = "ignored"
 FINISHED = "finished"
+# Never stored in notifications.status: a ``new`` notification with a hold row
+# (masakari.db.holds), shown as held from API microversion 1.4.
+HELD = "held"
 
 # VMoves, and their one type.
 VMOVE_PENDING = "pending"

@@ -25,7 +25,7 @@ from sqlalchemy import orm
 
 from masakari import exception
 from masakari.compute.nova import send_guard
-from masakari.db import claims, hosts, instances, progress, vmoves
+from masakari.db import claims, failures, hosts, instances, progress, vmoves
 from masakari.db import statuses as st
 from masakari.db.database import Database, read, transaction
 from masakari.db.hosts import RecoveryHost
@@ -223,6 +223,10 @@ class Effects:
             )
         )
 
+    def record_failure(self, reason: str) -> None:
+        """Keep why this attempt failed: the notification's failure_reason (API 1.4)."""
+        self._write(lambda s: failures.record(s, self.notification_uuid, reason))
+
     def finish(self, status: str, message: str | None) -> bool:
         """Write the outcome and drop the claim; False when the claim is no longer ours.
 
@@ -250,6 +254,12 @@ class Effects:
 
     def force_down_service(self, service_id: str) -> None:
         self._nova_call(lambda: self._nova.force_down_service(service_id, True))
+
+    def unset_forced_down(self, service_id: str) -> None:
+        self._nova_call(lambda: self._nova.force_down_service(service_id, False))
+
+    def clear_maintenance(self, host_uuid: str) -> bool:
+        return self._write(lambda session: hosts.clear_maintenance(session, host_uuid))
 
     def lock_server(self, instance_uuid: str) -> None:
         """Lock in Nova; recorded first, so that whoever finishes the notification unlocks."""

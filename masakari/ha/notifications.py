@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -11,12 +13,14 @@ from oslo_db import exception as db_exc
 from oslo_utils import timeutils, uuidutils
 
 from masakari import exception
-from masakari.db import guards, progress
+from masakari.conf import host_return as host_return_opts
+from masakari.db import failures, guards, holds, mass_failure, progress
 from masakari.db import hosts as hosts_db
 from masakari.db import notifications as notifications_db
 from masakari.db.database import Database
 from masakari.db.models import Notification
 
+LOG = logging.getLogger(__name__)
 MAINTENANCE_MESSAGE = (
     "Notification received from host %(host)s of type '%(type)s' is ignored as the host is "
     "already under maintenance."
@@ -29,6 +33,10 @@ DUPLICATE_MESSAGE = "Notification received from host %(host)s of type %(type)s i
 RACE_RETRIES = 10
 RACE_RETRY_INTERVAL = 0.02
 RACE_RETRY_MAX_INTERVAL = 1.0
+
+
+class NotificationNotHeld(exception.Conflict):
+    msg_fmt = "Notification %(id)s is not held."
 
 
 class NotificationRaceLost(exception.Conflict):
@@ -65,8 +73,35 @@ def window_start(generated_time: datetime.datetime, seconds: int) -> datetime.da
         return datetime.datetime.min
 
 
-def create(db: Database, duplicate_window: int, data: Mapping[str, Any]) -> Notification:
-    """Record a notification in status new, or refuse it.
+@dataclasses.dataclass(frozen=True)
+class Rules:
+    """The [guards] rules applied at intake; the defaults are the reference's (none)."""
+
+    thresholds: mass_failure.Thresholds = mass_failure.Thresholds()
+    hold_unknown: bool = False
+    # [host_return] on: a host on maintenance may report that it is back.
+    host_return: bool = False
+
+    @classmethod
+    def from_conf(cls, conf: Any) -> Rules:
+        return cls(
+            mass_failure.Thresholds.from_conf(conf),
+            conf.guards.hold_unknown_host_reports,
+            host_return_opts.enabled(conf),
+        )
+
+
+def create(
+    db: Database, duplicate_window: int, data: Mapping[str, Any], rules: Rules = Rules()
+) -> Notification:
+    """Record a notification in status new, or refuse it: :func:`record` without the hold."""
+    return record(db, duplicate_window, data, rules)[0]
+
+
+def record(
+    db: Database, duplicate_window: int, data: Mapping[str, Any], rules: Rules = Rules()
+) -> tuple[Notification, str | None]:
+    """Record a notification in status new, or refuse it; with why it is held, if it is.
 
     400 when the host is unknown, 409 when it is on maintenance, 409 when a notification of
     the same type and host with an equal payload (any status) was generated no earlier than
@@ -75,9 +110,32 @@ def create(db: Database, duplicate_window: int, data: Mapping[str, Any]) -> Noti
     """
     generated_time = to_utc(data["generated_time"])
     try:
-        return _record(db, duplicate_window, data, generated_time)
+        row, reason = _record(db, duplicate_window, data, generated_time, rules)
     except (db_exc.DBDeadlock, db_exc.DBDuplicateEntry) as exc:
         raise NotificationRaceLost(host=data["hostname"], type=data["type"]) from exc
+    if reason is not None:
+        # Hook for a metric of held notifications: this is the one place a hold is decided.
+        LOG.warning(
+            "Notification %s from host %s is held (%s): release or cancel it.",
+            row.notification_uuid,
+            data["hostname"],
+            reason,
+        )
+    return row, reason
+
+
+def _is_return_report(data: Mapping[str, Any]) -> bool:
+    """A report that a host is back (STARTED, NORMAL): what [host_return] acts on."""
+    payload = data.get("payload")
+    event = str(payload.get("event") or "").upper() if isinstance(payload, Mapping) else ""
+    return _host_status(data) == "NORMAL" and event == "STARTED"
+
+
+def _host_status(data: Mapping[str, Any]) -> str:
+    payload = data.get("payload")
+    if data["type"] != "COMPUTE_HOST" or not isinstance(payload, Mapping):
+        return ""
+    return str(payload.get("host_status") or "").upper()
 
 
 @oslo_db_api.wrap_db_retry(
@@ -93,7 +151,8 @@ def _record(
     duplicate_window: int,
     data: Mapping[str, Any],
     generated_time: datetime.datetime,
-) -> Notification:
+    rules: Rules,
+) -> tuple[Notification, str | None]:
     """One attempt: the checks and the insert in one transaction that holds the host's guard.
 
     The row lock on the host serialises requests on one server only (a Galera node does
@@ -103,10 +162,13 @@ def _record(
     that read then sees every notification committed before the guard was ours (InnoDB
     takes its snapshot at the first plain read, PostgreSQL at each statement).
     """
+    failure = mass_failure.is_failure_report(data["type"], data["payload"])
     with db.writer() as session:
         host = hosts_db.get_by_name_for_update(session, data["hostname"])
         guards.hold(session, host.uuid)
-        if host.on_maintenance:
+        if failure:
+            mass_failure.take_guards(session, rules.thresholds, host.failover_segment_id)
+        if host.on_maintenance and not (rules.host_return and _is_return_report(data)):
             raise exception.HostOnMaintenance(
                 message=MAINTENANCE_MESSAGE % {"host": data["hostname"], "type": data["type"]}
             )
@@ -115,7 +177,7 @@ def _record(
             raise exception.DuplicateNotification(
                 message=DUPLICATE_MESSAGE % {"host": data["hostname"], "type": data["type"]}
             )
-        return notifications_db.create(
+        row = notifications_db.create(
             session,
             type_=data["type"],
             generated_time=generated_time,
@@ -123,6 +185,29 @@ def _record(
             failover_segment_uuid=host.failover_segment_id,
             payload=data["payload"],
         )
+        reason = None
+        status = _host_status(data)
+        if rules.hold_unknown and status == "NORMAL":
+            _supersede_unknown(session, host.uuid, row.notification_uuid)
+        if rules.hold_unknown and status == "UNKNOWN":
+            reason = holds.REASON_UNKNOWN
+        elif failure:
+            reason = mass_failure.hold_reason(
+                session, rules.thresholds, host.uuid, host.failover_segment_id, generated_time
+            )
+        if reason is not None:
+            holds.hold(session, row.notification_uuid, reason)
+        return row, reason
+
+
+def _supersede_unknown(session: Any, host_uuid: str, notification_uuid: str) -> None:
+    """A report that the host's state is known (NORMAL) ends its held UNKNOWN reports.
+
+    The new report does what they waited to do (recover the host, when STOPPED), or says
+    there is nothing to do (STARTED): running them too would recover the host twice.
+    """
+    for held in holds.held_of_host(session, host_uuid, holds.REASON_UNKNOWN):
+        holds.cancel(session, held, holds.SUPERSEDED_MESSAGE % notification_uuid)
 
 
 def list_(
@@ -132,9 +217,51 @@ def list_(
     sort_dirs: Sequence[str],
     limit: int | None,
     marker: str | None,
+    show_held: bool = False,
 ) -> list[Notification]:
     with db.reader() as session:
-        return notifications_db.list_(session, filters, sort_keys, sort_dirs, limit, marker)
+        return notifications_db.list_(
+            session, filters, sort_keys, sort_dirs, limit, marker, show_held
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class Extras:
+    """What microversion 1.4 adds to notifications: uuid -> why held, why it last failed."""
+
+    hold_reasons: dict[str, str]
+    failure_reasons: dict[str, str]
+
+
+def extras(db: Database, notification_uuids: list[str]) -> Extras:
+    with db.reader() as session:
+        return Extras(
+            holds.reasons(session, notification_uuids),
+            failures.reasons(session, notification_uuids),
+        )
+
+
+def release(db: Database, notification_uuid: str) -> Notification:
+    """Let the engine take a held notification: 404 unknown, 409 when it is not held."""
+    return _end_hold(db, notification_uuid, holds.release)
+
+
+def cancel(db: Database, notification_uuid: str) -> Notification:
+    """End a held notification as ignored, nothing recovered: 404 unknown, 409 not held."""
+    return _end_hold(db, notification_uuid, holds.cancel)
+
+
+def _end_hold(db: Database, notification_uuid: str, action: Any) -> Notification:
+    if not uuidutils.is_uuid_like(notification_uuid):
+        raise exception.NotificationNotFound(id=notification_uuid)
+    with db.writer() as session:
+        notifications_db.get(session, notification_uuid)
+        if not action(session, notification_uuid):
+            raise NotificationNotHeld(id=notification_uuid)
+        session.expire_all()
+        row = notifications_db.get(session, notification_uuid)
+    LOG.info("Notification %s: hold ended by %s.", notification_uuid, action.__name__)
+    return row
 
 
 def get(db: Database, notification_uuid: str) -> Notification:

@@ -12,6 +12,8 @@ INDEX = _NAME % "index"
 DETAIL = _NAME % "detail"
 CREATE = _NAME % "create"
 DISCOVERABLE = _NAME % "discoverable"
+RELEASE = _NAME % "release"
+CANCEL = _NAME % "cancel"
 
 RULES: list[policy.RuleDefault] = [
     policy.DocumentedRuleDefault(
@@ -31,6 +33,18 @@ RULES: list[policy.RuleDefault] = [
         check_str=base.RULE_ADMIN_API,
         description="Report a failure: what the masakari monitors call.",
         operations=[{"method": "POST", "path": "/notifications"}],
+    ),
+    policy.DocumentedRuleDefault(
+        name=RELEASE,
+        check_str=base.RULE_ADMIN_API,
+        description="Release a held notification for recovery (microversion 1.4).",
+        operations=[{"method": "POST", "path": "/notifications/{notification_id}/action"}],
+    ),
+    policy.DocumentedRuleDefault(
+        name=CANCEL,
+        check_str=base.RULE_ADMIN_API,
+        description="Cancel a held notification: nothing is recovered (microversion 1.4).",
+        operations=[{"method": "POST", "path": "/notifications/{notification_id}/action"}],
     ),
     policy.RuleDefault(
         name=DISCOVERABLE,

@@ -28,6 +28,8 @@ PROJECT_TABLES = (
     "masakari_instance_locks",
     "masakari_host_guards",
     "masakari_instance_plans",
+    "masakari_notification_holds",
+    "masakari_notification_failures",
 )
 
 

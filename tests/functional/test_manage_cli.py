@@ -163,3 +163,56 @@ def test_a_state_path_alone_is_enough(tmp_path, capsys) -> None:
     conf.write_text(f"[DEFAULT]\nstate_path = {tmp_path}\n")
     assert run(capsys, "--config-file", str(conf), "db", "sync")[0] == 0
     assert (tmp_path / "masakari.sqlite").exists()
+
+
+def test_notification_release_and_cancel(conf_file: str, capsys) -> None:
+    from masakari import conf as masakari_conf
+    from masakari.db import holds
+    from masakari.ha import hosts as hosts_api
+    from masakari.ha import notifications as notifications_api
+    from masakari.ha import segments as segments_api
+
+    assert run(capsys, "--config-file", conf_file, "db", "sync")[0] == 0
+    db = Database.from_conf(masakari_conf.load(["--config-file", conf_file]))
+    try:
+        seg = segments_api.create(
+            db, {"name": "s", "recovery_method": "auto", "service_type": "compute"}
+        ).uuid
+        for name in ("compute-1", "compute-2"):
+            hosts_api.create(
+                db,
+                lambda _: None,
+                seg,
+                {"name": name, "type": "COMPUTE", "control_attributes": "ssh"},
+            )
+        rules = notifications_api.Rules(hold_unknown=True)
+        held = []
+        for name in ("compute-1", "compute-2"):
+            report = {
+                "type": "COMPUTE_HOST",
+                "hostname": name,
+                "generated_time": "2026-06-01T10:00:00",
+                "payload": {"event": "STOPPED", "host_status": "UNKNOWN"},
+            }
+            row, reason = notifications_api.record(db, 180, report, rules)
+            assert reason == holds.REASON_UNKNOWN
+            held.append(row.notification_uuid)
+    finally:
+        db.dispose()
+
+    code, out, _ = run(capsys, "--config-file", conf_file, "notification", "release", held[0])
+    # The last line: oslo.log writes to the same stream.
+    assert (code, out.strip().splitlines()[-1]) == (0, f"Notification {held[0]} released.")
+    code, _, err = run(capsys, "--config-file", conf_file, "notification", "cancel", held[0])
+    assert (code, err.strip().splitlines()[-1]) == (1, f"Notification {held[0]} is not held.")
+    code, out, _ = run(capsys, "--config-file", conf_file, "notification", "cancel", held[1])
+    assert (code, out.strip().splitlines()[-1]) == (0, f"Notification {held[1]} cancelled.")
+    unknown = "00000000-0000-4000-8000-000000000000"
+    code, _, err = run(capsys, "--config-file", conf_file, "notification", "release", unknown)
+    assert (code, err.strip().splitlines()[-1]) == (1, f"No notification with id {unknown}.")
+    db = Database.from_conf(masakari_conf.load(["--config-file", conf_file]))
+    try:
+        assert notifications_api.get(db, held[1]).status == "ignored"
+        assert notifications_api.extras(db, held).hold_reasons == {}
+    finally:
+        db.dispose()

@@ -1,4 +1,5 @@
-"""masakari.policies and masakari.policy: the 27 default rules, overrides, entry points."""
+"""masakari.policies and masakari.policy: the 27 default rules of the reference and the
+project's own (microversion 1.4), overrides, entry points."""
 
 from __future__ import annotations
 
@@ -58,11 +59,20 @@ def _enforcer_with_file(tmp_path: Path, name: str, content: str) -> oslo_policy.
 # --- the defaults -------------------------------------------------------------------------
 
 
+# Rules the reference does not have: the held-notification action of microversion 1.4.
+PROJECT_ONLY = {notifications.RELEASE, notifications.CANCEL}
+
+
 def test_rules_equal_reference_in_order() -> None:
     reference = _reference()
-    rules = policies.list_rules()
+    rules = [r for r in policies.list_rules() if r.name not in PROJECT_ONLY]
     assert len(rules) == 27
     assert [(r.name, r.check_str) for r in rules] == list(reference.items())
+
+
+def test_project_only_rules_are_admin_by_default() -> None:
+    own = {r.name: r.check_str for r in policies.list_rules() if r.name in PROJECT_ONLY}
+    assert own == dict.fromkeys(PROJECT_ONLY, base.RULE_ADMIN_API)
 
 
 def test_constants_name_the_rules() -> None:
@@ -84,6 +94,8 @@ def test_constants_name_the_rules() -> None:
         notifications.DETAIL,
         notifications.CREATE,
         notifications.DISCOVERABLE,
+        notifications.RELEASE,
+        notifications.CANCEL,
         vmoves.INDEX,
         vmoves.DETAIL,
         vmoves.DISCOVERABLE,
@@ -118,6 +130,8 @@ def test_documented_operations() -> None:
         notifications.INDEX: [("GET", "/notifications")],
         notifications.DETAIL: [("GET", "/notifications/{notification_id}")],
         notifications.CREATE: [("POST", "/notifications")],
+        notifications.RELEASE: [("POST", "/notifications/{notification_id}/action")],
+        notifications.CANCEL: [("POST", "/notifications/{notification_id}/action")],
         segments.INDEX: [("GET", "/segments")],
         segments.DETAIL: [("GET", "/segments/{segment_id}")],
         segments.CREATE: [("POST", "/segments")],
@@ -136,7 +150,7 @@ def test_documented_operations() -> None:
 
 
 def test_api_rules_count() -> None:
-    assert len(_api_rules()) == 22
+    assert len(_api_rules()) == 22 + len(PROJECT_ONLY)
 
 
 @pytest.mark.parametrize("action", [r.name for r in policies.list_rules()])
@@ -264,7 +278,7 @@ def test_enforcer_entry_point_keeps_only_config_arguments(tmp_path: Path) -> Non
         ["--namespace", "masakari", "--output-file", "out.yaml", f"--config-file={conf_file}"]
     )
     assert isinstance(enforcer, oslo_policy.Enforcer)
-    assert len(enforcer.registered_rules) == 27
+    assert len(enforcer.registered_rules) == 27 + len(PROJECT_ONLY)
     policy.authorize(enforcer, dict(MEMBER), vmoves.DETAIL)
 
 

@@ -28,10 +28,34 @@ def index(req: ApiRequest) -> Reply:
             filters["generated-since"] = notifications_api.to_utc(req.params["generated-since"])
         except ValueError as exc:
             raise InvalidGeneratedSince() from exc
+    v14 = req.at_least("1.4")
     rows = notifications_api.list_(
-        req.state.db, filters, page.sort_keys, page.sort_dirs, page.limit, page.marker
+        req.state.db, filters, page.sort_keys, page.sort_dirs, page.limit, page.marker, v14
     )
-    return ok({"notifications": [views.notification(row) for row in rows]})
+    if not v14:
+        return ok({"notifications": [views.notification(row) for row in rows]})
+    extras = notifications_api.extras(req.state.db, [row.notification_uuid for row in rows])
+    return ok({"notifications": [_since_1_4(row, extras) for row in rows]})
+
+
+def _since_1_4(
+    row: Any, extras: notifications_api.Extras, details: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    return views.notification(
+        row,
+        details,
+        hold_reason=extras.hold_reasons.get(row.notification_uuid),
+        since_1_4=True,
+        failure_reason=extras.failure_reasons.get(row.notification_uuid),
+    )
+
+
+def _view(req: ApiRequest, row: Any, details: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """One notification as the request's version shows it."""
+    if not req.at_least("1.4"):
+        return {"notification": views.notification(row, details)}
+    extras = notifications_api.extras(req.state.db, [row.notification_uuid])
+    return {"notification": _since_1_4(row, extras, details)}
 
 
 def show(req: ApiRequest) -> Reply:
@@ -40,7 +64,7 @@ def show(req: ApiRequest) -> Reply:
     notification_uuid = req.route_args["id"]
     if req.at_least("1.1"):
         row, details = notifications_api.get_with_details(req.state.db, notification_uuid)
-        return ok({"notification": views.notification(row, details)})
+        return ok(_view(req, row, details))
     return ok(
         {"notification": views.notification(notifications_api.get(req.state.db, notification_uuid))}
     )
@@ -55,8 +79,32 @@ def create(req: ApiRequest) -> Reply:
     req.can(policies.CREATE)
     data = body["notification"]
     validation.validate(schemas.PAYLOADS[data["type"]], data["payload"])
-    row = notifications_api.create(
-        req.state.db, req.state.conf.duplicate_notification_detection_interval, data
+    row, hold_reason = notifications_api.record(
+        req.state.db,
+        req.state.conf.duplicate_notification_detection_interval,
+        data,
+        notifications_api.Rules.from_conf(req.state.conf),
     )
     req.state.wake_engine(row.notification_uuid)
+    if req.at_least("1.4"):
+        return accepted(
+            {"notification": views.notification(row, hold_reason=hold_reason, since_1_4=True)}
+        )
     return accepted({"notification": views.notification(row)})
+
+
+def action(req: ApiRequest) -> Reply:
+    """POST /v1/notifications/{id}/action (1.4): release or cancel a held notification.
+
+    200 with the notification; 404 when there is none, 409 when it is not held.
+    """
+    body = req.validated(schemas.ACTION)
+    verb = next(iter(body))
+    req.can(policies.RELEASE if verb == "release" else policies.CANCEL)
+    notification_uuid = req.route_args["id"]
+    if verb == "release":
+        row = notifications_api.release(req.state.db, notification_uuid)
+        req.state.wake_engine(notification_uuid)
+    else:
+        row = notifications_api.cancel(req.state.db, notification_uuid)
+    return ok(_view(req, row))

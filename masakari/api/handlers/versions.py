@@ -16,7 +16,8 @@ VERSIONS: dict[str, dict[str, Any]] = {
     "v1.0": {
         "id": "v1.0",
         "status": "CURRENT",
-        "version": microversion.to_string(microversion.MAX_VERSION),
+        # The served maximum ([DEFAULT]/api_max_microversion) replaces this per request.
+        "version": microversion.REFERENCE_MAX,
         "min_version": microversion.to_string(microversion.MIN_VERSION),
         "updated": "2016-07-01T11:33:21Z",
         "links": [
@@ -58,19 +59,20 @@ def show(req: ApiRequest) -> Reply:
     if version_id not in VERSIONS:
         raise errors.ResourceNotFound()
     document = copy.deepcopy(VERSIONS[version_id])
+    document["version"] = req.state.conf.api_max_microversion
     prefix = link_prefix(req.application_url, req.state.conf.osapi_masakari_link_prefix)
     document["links"].insert(0, {"rel": "self", "href": prefix.rstrip("/") + "/"})
     return ok({"version": document})
 
 
-def versions(base_url: str) -> dict[str, Any]:
-    """GET /: every version with its self link."""
+def versions(base_url: str, max_version: str = microversion.REFERENCE_MAX) -> dict[str, Any]:
+    """GET /: every version with its self link; ``max_version`` is the served maximum."""
     return {
         "versions": [
             {
                 "id": version["id"],
                 "status": version["status"],
-                "version": version["version"],
+                "version": max_version,
                 "min_version": version["min_version"],
                 "updated": version["updated"],
                 "links": [{"rel": "self", "href": url_join(base_url, URL_VERSION, "")}],
@@ -112,7 +114,7 @@ class VersionsApp:
             return faults.from_exception(exc, None)(environ, start_response)
         base_url = link_prefix(req.application_url, self.state.conf.osapi_masakari_link_prefix)
         if req.path_info == "/":
-            status, body = 200, versions(base_url)
+            status, body = 200, versions(base_url, self.state.conf.api_max_microversion)
         else:
             status, body = 300, choices(base_url, req.path)
         response = webob.Response(status=status, body=json.dumps(body).encode("utf-8"))

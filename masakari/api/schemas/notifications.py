@@ -77,5 +77,18 @@ def vm_payload() -> dict[str, Any]:
     }
 
 
+@functools.cache
+def action() -> dict[str, Any]:
+    """Exactly one verb, with a null argument: {"release": null} or {"cancel": null}."""
+    return {
+        "type": "object",
+        "properties": {"release": {"type": "null"}, "cancel": {"type": "null"}},
+        "minProperties": 1,
+        "maxProperties": 1,
+        "additionalProperties": False,
+    }
+
+
 CREATE = {"1.0": create}
+ACTION = {"1.4": action}
 PAYLOADS = {"COMPUTE_HOST": compute_host_payload, "VM": vm_payload, "PROCESS": process_payload}

@@ -32,6 +32,7 @@ def recover(run: RunContext, flows: FlowTasks, notification: NotificationData) -
             notification.notification_uuid,
             notification.source_host_uuid,
         )
+        run.effects.record_failure(f"Host {notification.source_host_uuid} no longer exists.")
         return Outcome(statuses.ERROR)
     if not source.segment_enabled:
         LOG.info(

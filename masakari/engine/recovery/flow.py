@@ -119,8 +119,15 @@ def run_flow(run: RunContext, body: Callable[[], None]) -> str:
         raise
     except Exception as exc:
         LOG.error("Failed to process notification '%s'. Reason: %s", run.notification_uuid, exc)
+        run.effects.record_failure(failure_reason(exc))
         return statuses.ERROR
     return statuses.FINISHED
+
+
+def failure_reason(exc: BaseException) -> str:
+    """What an operator reads as failure_reason: the error's text, or its kind when empty."""
+    text = exc.format_message() if isinstance(exc, exception.MasakariError) else str(exc)
+    return text or type(exc).__name__
 
 
 F = TypeVar("F", bound=Callable[..., Any])

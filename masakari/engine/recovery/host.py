@@ -8,9 +8,10 @@ from typing import Any
 from oslo_utils import strutils
 
 from masakari import exception
+from masakari.conf import host_return as host_return_opts
 from masakari.db import statuses
 from masakari.engine.context import Cancelled, PollTimeout, RunContext
-from masakari.engine.recovery import evacuate
+from masakari.engine.recovery import evacuate, host_return, scope
 from masakari.engine.recovery.evacuate import HYPERVISOR, TASK_STATE, VM_STATE, compute_host
 from masakari.engine.recovery.flow import (
     Flow,
@@ -148,6 +149,7 @@ def prepare_ha_enabled_instances(ctx: TaskContext) -> None:
             f"Total count is: '{len(selected)}'",
             0.8,
         )
+    selected = _in_scope(ctx, selected)
     if not selected:
         msg = f"Skipped host '{host_name}' recovery as no instances needs to be evacuated"
         ctx.update_details(msg, 1.0)
@@ -162,6 +164,21 @@ def prepare_ha_enabled_instances(ctx: TaskContext) -> None:
         "Instances to be evacuated are: '{}'".format(",".join(server["id"] for server in selected)),
         1.0,
     )
+
+
+def _in_scope(ctx: TaskContext, servers: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The servers the [host_failure] scope rules let move; the others are said and left."""
+    kept = []
+    for server in servers:
+        rule = scope.out_of_scope(ctx.conf.host_failure, server)
+        if rule is None:
+            kept.append(server)
+        else:
+            ctx.update_details(
+                f"Instance '{server['id']}' is out of scope ([host_failure] {rule}): not evacuated",
+                0.85,
+            )
+    return kept
 
 
 def _error_before_recovery(ctx: TaskContext, server: dict[str, Any]) -> bool:
@@ -248,7 +265,18 @@ def handle(
             "Notification '%s' ignored as host_status is not provided.", run.notification_uuid
         )
         return statuses.IGNORED
-    if payload.host_status.upper() != "NORMAL":
+    released_unknown = (
+        payload.host_status.upper() == "UNKNOWN" and run.conf.guards.hold_unknown_host_reports
+    )
+    if released_unknown:
+        # Held at intake (masakari.db.holds) and taken by the engine only once an operator
+        # released it: the release is the confirmation the report lacked.
+        LOG.warning(
+            "Notification '%s' with host_status UNKNOWN was released by an operator: "
+            "recovering the host.",
+            run.notification_uuid,
+        )
+    elif payload.host_status.upper() != "NORMAL":
         # Evacuating from a host whose power-off is not confirmed could run an instance twice.
         LOG.warning(
             "Notification '%s' ignored as host_status is '%s'",
@@ -263,6 +291,8 @@ def handle(
             host_uuid,
             payload.event,
         )
+        if host_return_opts.enabled(run.conf) and not released_unknown:
+            return host_return.handle(run, host_uuid)
         return statuses.FINISHED
     if event != "STOPPED":
         LOG.warning(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+import masakari.conf
 from masakari import exception
 from masakari.api import microversion
 
@@ -12,7 +13,19 @@ def test_versions_are_ascending_and_cover_min_to_max() -> None:
     parsed = [microversion.parse_string(v) for v, _ in microversion.VERSIONS]
     assert parsed == sorted(parsed) and len(set(parsed)) == len(parsed)
     assert parsed[0] == microversion.MIN_VERSION == (1, 0)
-    assert parsed[-1] == microversion.MAX_VERSION == (1, 3)
+    assert parsed[-1] == microversion.MAX_VERSION == (1, 4)
+    assert microversion.REFERENCE_MAX == "1.3"
+
+
+def test_served_maximum_follows_the_option() -> None:
+    headers = {"OpenStack-API-Version": "instance-ha latest"}
+    default = masakari.conf.for_tests()
+    raised = masakari.conf.for_tests(api_max_microversion="1.4")
+    assert microversion.enabled_max(default) == (1, 3)
+    assert microversion.from_headers(headers, microversion.enabled_max(default)) == (1, 3)
+    assert microversion.from_headers(headers, microversion.enabled_max(raised)) == (1, 4)
+    with pytest.raises(microversion.UnsupportedVersion):
+        microversion.from_headers({"OpenStack-API-Version": "instance-ha 1.4"}, (1, 3))
 
 
 @pytest.mark.parametrize(

@@ -19,7 +19,11 @@ def table() -> router.Router:
 def test_unimplemented_targets_are_mapper_action_names() -> None:
     for methods in router.ROUTES.values():
         for target in methods.values():
-            assert callable(target) or target in MAPPER_ACTIONS
+            if isinstance(target, router.Since):
+                # Served from a microversion on; below it, the mapper's action as before.
+                assert callable(target.handler) and target.action in MAPPER_ACTIONS
+            else:
+                assert callable(target) or target in MAPPER_ACTIONS
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,133 @@
+"""Held notifications: put on hold at intake, released or cancelled by an operator.
+
+A hold is a row of ``masakari_notification_holds`` written in the transaction that inserts
+the notification, so no engine ever sees the notification without it. The notification
+keeps status ``new``; every query of the engine's queue skips held rows (:func:`not_held`),
+and the claim's conditional UPDATE checks it again, so a release and a claim cannot cross.
+
+A release stamps ``released_at`` rather than deleting the row: the engine's sweep looks for
+released notifications whatever their id (its range scans have long moved past them).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import orm
+
+from masakari.db.database import affected_rows
+from masakari.db.models import Notification, NotificationHold, utcnow
+from masakari.db.statuses import IGNORED, NEW
+
+# Why a notification is held.
+REASON_SEGMENT = "mass failure: segment threshold"
+REASON_GLOBAL = "mass failure: global threshold"
+REASON_UNKNOWN = "host status UNKNOWN: waiting for confirmation"
+
+CANCEL_MESSAGE = "Cancelled by an operator while held."
+SUPERSEDED_MESSAGE = "Superseded by notification %s, which confirms the host's state."
+
+
+def _hold_of(column: Any, released: bool) -> sa.Exists:
+    stamp = NotificationHold.released_at
+    return sa.exists().where(
+        NotificationHold.notification_uuid == column,
+        stamp.is_not(None) if released else stamp.is_(None),
+    )
+
+
+def is_held(notification_uuid: sa.ColumnElement[str] | None = None) -> sa.ColumnElement[bool]:
+    """A WHERE criterion: the notification (by default the row of ``Notification``) is held."""
+    column = Notification.notification_uuid if notification_uuid is None else notification_uuid
+    return _hold_of(column, released=False)
+
+
+def not_held(notification_uuid: sa.ColumnElement[str] | None = None) -> sa.ColumnElement[bool]:
+    return ~is_held(notification_uuid)
+
+
+def was_released() -> sa.ColumnElement[bool]:
+    """The row of ``Notification`` was held, then released."""
+    return _hold_of(Notification.notification_uuid, released=True)
+
+
+def hold(session: orm.Session, notification_uuid: str, reason: str) -> None:
+    session.add(NotificationHold(notification_uuid=notification_uuid, reason=reason))
+    session.flush()
+
+
+def reasons(session: orm.Session, notification_uuids: list[str]) -> dict[str, str]:
+    """The notifications among these that are held: uuid -> why."""
+    if not notification_uuids:
+        return {}
+    rows = session.execute(
+        sa.select(NotificationHold.notification_uuid, NotificationHold.reason).where(
+            NotificationHold.notification_uuid.in_(notification_uuids),
+            NotificationHold.released_at.is_(None),
+        )
+    )
+    return {row.notification_uuid: row.reason for row in rows}
+
+
+def release(session: orm.Session, notification_uuid: str) -> bool:
+    """Let the engine take the notification like any ``new`` one. False when not held.
+
+    A conditional write, not a read then a write: two concurrent releases (or a release and
+    a cancel) conflict on the row, and exactly one of them changes it.
+    """
+    released = session.execute(
+        sa.update(NotificationHold)
+        .where(
+            NotificationHold.notification_uuid == notification_uuid,
+            NotificationHold.released_at.is_(None),
+        )
+        .values(released_at=utcnow())
+        .execution_options(synchronize_session=False)
+    )
+    return affected_rows(released) == 1
+
+
+def cancel(session: orm.Session, notification_uuid: str, message: str = CANCEL_MESSAGE) -> bool:
+    """End a held notification as ``ignored``, nothing recovered. False when not held."""
+    dropped = session.execute(
+        sa.delete(NotificationHold)
+        .where(
+            NotificationHold.notification_uuid == notification_uuid,
+            NotificationHold.released_at.is_(None),
+        )
+        .execution_options(synchronize_session=False)
+    )
+    if affected_rows(dropped) != 1:
+        return False
+    session.execute(
+        sa.update(Notification)
+        .where(
+            Notification.notification_uuid == notification_uuid,
+            Notification.status == NEW,
+            Notification.deleted == 0,
+        )
+        .values(status=IGNORED, message=message)
+        .execution_options(synchronize_session=False)
+    )
+    return True
+
+
+def held_of_host(session: orm.Session, host_uuid: str, reason: str) -> list[str]:
+    """The notifications of a host held for one reason, oldest first."""
+    return list(
+        session.scalars(
+            sa.select(Notification.notification_uuid)
+            .join(
+                NotificationHold,
+                NotificationHold.notification_uuid == Notification.notification_uuid,
+            )
+            .where(
+                Notification.source_host_uuid == host_uuid,
+                Notification.deleted == 0,
+                NotificationHold.reason == reason,
+                NotificationHold.released_at.is_(None),
+            )
+            .order_by(Notification.id)
+        )
+    )

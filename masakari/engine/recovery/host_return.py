@@ -1,0 +1,69 @@
+"""Host return: a recovered host reports that it is back; undo what its recovery changed.
+
+Each step is its own [host_return] option, and each is recorded in the notification's
+recovery_workflow_details like a recovery step (task ReturnHostTask).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from masakari import exception
+from masakari.db import statuses
+from masakari.engine.context import RunContext
+from masakari.engine.recovery.flow import Flow, Store, TaskContext, required, run_flow, task
+
+LOG = logging.getLogger(__name__)
+
+
+@task("ReturnHostTask")
+def return_host(ctx: TaskContext) -> None:
+    host_name = required(ctx.store.host_name, "host_name")
+    host_uuid = required(ctx.store.extra.get("host_uuid"), "host_uuid")
+    options = ctx.conf.host_return
+    ctx.update_details(f"Returning host '{host_name}' to service")
+    service = None
+    if options.unset_forced_down or options.enable_compute_service:
+        services = ctx.nova.find_compute_services(host_name)
+        if not services:
+            raise exception.ComputeNotFoundByName(compute_name=host_name)
+        service = services[0]
+    if options.unset_forced_down and service is not None:
+        if service.get("forced_down"):
+            ctx.effects.unset_forced_down(service["id"])
+            ctx.update_details(f"Unset forced_down of compute service on host '{host_name}'", 0.3)
+        else:
+            ctx.update_details(f"Compute service on host '{host_name}' is not forced down", 0.3)
+    if options.enable_compute_service and service is not None:
+        reason = service.get("disabled_reason")
+        if service.get("status") != "disabled":
+            ctx.update_details(f"Compute service on host '{host_name}' is enabled", 0.6)
+        elif reason != ctx.conf.host_failure.service_disable_reason:
+            # Someone else disabled it, for their own reason: theirs to enable.
+            ctx.update_details(
+                f"Compute service on host '{host_name}' was disabled by someone else "
+                f"({reason!r}): left disabled",
+                0.6,
+            )
+        else:
+            ctx.effects.enable_service(service["id"])
+            ctx.update_details(f"Enabled compute service on host '{host_name}'", 0.6)
+    if options.clear_on_maintenance:
+        if ctx.effects.clear_maintenance(host_uuid):
+            ctx.update_details(f"Host '{host_name}' is no longer on maintenance", 0.9)
+        else:
+            ctx.update_details(f"Host '{host_name}' was not on maintenance", 0.9)
+    ctx.update_details(f"Host '{host_name}' returned", 1.0)
+
+
+def handle(run: RunContext, host_uuid: str) -> str:
+    """Run the return steps for a host that reported STARTED; the status it ends with."""
+    host = run.effects.host(host_uuid)
+    if host is None or not host.on_maintenance:
+        # Only a host a recovery put on maintenance (or an operator did) is returned: a
+        # STARTED report of a host in service changes nothing, as in the reference.
+        return statuses.FINISHED
+    LOG.info("Host %s reported back: returning it to service.", host.name)
+    store = Store(run.notification_uuid, host_name=host.name, host_status="NORMAL")
+    store.extra["host_uuid"] = host_uuid
+    return run_flow(run, lambda: Flow(run, [return_host], [], []).run_linear(store))

@@ -1,0 +1,48 @@
+"""Scope rules ([host_failure] scope_*): whether a failed host's instance is to be moved."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+
+def _image(server: Mapping[str, Any]) -> str:
+    image = server.get("image")
+    return str(image.get("id", "")) if isinstance(image, Mapping) else str(image or "")
+
+
+def _flavor(server: Mapping[str, Any]) -> str:
+    flavor = server.get("flavor")
+    if not isinstance(flavor, Mapping):
+        return ""
+    return str(flavor.get("original_name") or flavor.get("id") or "")
+
+
+def _metadata_matches(server: Mapping[str, Any], entries: Sequence[str]) -> bool:
+    metadata = server.get("metadata") or {}
+    for entry in entries:
+        key, sep, value = entry.partition("=")
+        if key.strip() in metadata and (not sep or str(metadata[key.strip()]) == value.strip()):
+            return True
+    return False
+
+
+def out_of_scope(options: Any, server: Mapping[str, Any]) -> str | None:
+    """Which rule leaves the instance (Nova's server body) where it is, or None to move it."""
+    values = {
+        "projects": str(server.get("tenant_id") or ""),
+        "flavors": _flavor(server),
+        "images": _image(server),
+    }
+    for dimension, value in values.items():
+        include = getattr(options, f"scope_include_{dimension}")
+        if include and value not in include:
+            return f"scope_include_{dimension}"
+        if value in getattr(options, f"scope_exclude_{dimension}"):
+            return f"scope_exclude_{dimension}"
+    include = options.scope_include_metadata
+    if include and not _metadata_matches(server, include):
+        return "scope_include_metadata"
+    if _metadata_matches(server, options.scope_exclude_metadata):
+        return "scope_exclude_metadata"
+    return None
