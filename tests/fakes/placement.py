@@ -278,7 +278,7 @@ class Placement:
             else:
                 allocations = [{"resource_provider": {"uuid": rp.uuid}, "resources": dict(wanted)}]
             requests.append({"allocations": allocations})
-        summaries = {}
+        summaries: dict[str, Any] = {}
         for rp in found:
             used = self.usages(rp.uuid)
             summaries[rp.uuid] = {
