@@ -177,3 +177,18 @@ def give_back_reserved_host(session: orm.Session, name: str) -> None:
         .values(reserved=True)
         .execution_options(synchronize_session=False)
     )
+
+
+def peer_names(session: orm.Session, host_name: str) -> list[str]:
+    """The other hosts of the segment(s) holding a host named ``host_name``, oldest first."""
+    segments = sa.select(Host.failover_segment_id).where(Host.name == host_name, Host.deleted == 0)
+    rows = session.execute(
+        sa.select(Host.name)
+        .where(
+            Host.failover_segment_id.in_(segments),
+            Host.name != host_name,
+            Host.deleted == 0,
+        )
+        .order_by(Host.created_at, Host.id)
+    ).all()
+    return [r.name for r in rows]

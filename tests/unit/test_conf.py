@@ -34,6 +34,9 @@ PROJECT_ONLY = {
     ("DEFAULT", "engine_claim_margin"): ("floating point value", 5.0, 0.1),
     ("DEFAULT", "nova_api_timeout"): ("floating point value", 60.0, 1),
     ("host_failure", "force_down_fenced_host"): ("boolean value", False, None),
+    ("host_failure", "order_by_priority"): ("boolean value", False, None),
+    ("host_failure", "priority_instance_metadata_key"): ("string value", "HA_Priority", None),
+    ("host_failure", "capacity_aware_targets"): ("boolean value", False, None),
 }
 
 # Defaults that depend on the machine; config-options.json holds the
