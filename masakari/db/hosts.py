@@ -192,3 +192,10 @@ def peer_names(session: orm.Session, host_name: str) -> list[str]:
         .order_by(Host.created_at, Host.id)
     ).all()
     return [r.name for r in rows]
+
+
+def get_by_name(session: orm.Session, name: str) -> Host:
+    row = session.scalar(sa.select(Host).where(Host.name == name, Host.deleted == 0))
+    if row is None:
+        raise exception.HostNotFoundByName(host_name=name)
+    return row
