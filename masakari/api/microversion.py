@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from typing import TypeVar
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 from masakari import exception
 
@@ -17,6 +17,11 @@ VERSIONS: tuple[tuple[str, str], ...] = (
     ("1.1", "notification show adds recovery_workflow_details"),
     ("1.2", "segment create and update accept enabled"),
     ("1.3", "vmoves (served at every version: clients send 1.3, older ones do not)"),
+)
+
+# Served only up to [DEFAULT]/api_max_microversion, which defaults to the last of VERSIONS.
+GATED_VERSIONS: tuple[tuple[str, str], ...] = (
+    ("1.5", "GET /v1/segments/{segment_id}/hosts/{host_id}/recovery_plan (issue 9)"),
 )
 
 Version = tuple[int, int]
@@ -70,8 +75,15 @@ def header_value(headers: Mapping[str, str]) -> str | None:
     return None
 
 
-def from_headers(headers: Mapping[str, str]) -> Version:
-    """The requested version: default without header, max for ``latest``.
+def max_version(limit: str | None) -> Version:
+    """The highest version served under [DEFAULT]/api_max_microversion ``limit``."""
+    if not limit:
+        return MAX_VERSION
+    return max(MAX_VERSION, parse_string(limit))
+
+
+def from_headers(headers: Mapping[str, str], maximum: Version = MAX_VERSION) -> Version:
+    """The requested version: default without header, ``maximum`` for ``latest``.
 
     Raises InvalidAPIVersionString (400) or, carrying the parsed version,
     UnsupportedVersion (406).
@@ -80,14 +92,14 @@ def from_headers(headers: Mapping[str, str]) -> Version:
     if text is None:
         return DEFAULT_VERSION
     if text == "latest":
-        return MAX_VERSION
+        return maximum
     version = parse_string(text)
-    if not MIN_VERSION <= version <= MAX_VERSION:
+    if not MIN_VERSION <= version <= maximum:
         raise UnsupportedVersion(
             version,
             req_ver=to_string(version),
             min_ver=to_string(MIN_VERSION),
-            max_ver=to_string(MAX_VERSION),
+            max_ver=to_string(maximum),
         )
     return version
 
@@ -110,3 +122,18 @@ def select(version: Version, choices: Mapping[str, T]) -> T:
     if best is None:
         raise LookupError(f"no choice for version {to_string(version)}")
     return best[1]
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def since(version: str) -> Callable[[F], F]:
+    """Marks a handler whose route exists from ``version`` on: the router answers 404, as for
+    any unknown path, to requests of an older version."""
+    parse_string(version)
+
+    def mark(handler: F) -> F:
+        handler.since = version  # type: ignore[attr-defined]
+        return handler
+
+    return mark

@@ -49,6 +49,8 @@ ROUTES: dict[str, Mapping[str, Target]] = {
         "DELETE": hosts.delete,
         "GET": hosts.show,
     },
+    # 1.5 (issue 9): below it, or when api_max_microversion is lower, an unknown path.
+    "/segments/{segment_id}/hosts/{id}/recovery_plan": {"GET": hosts.recovery_plan},
     "/notifications": {"POST": notifications.create, "GET": notifications.index},
     "/notifications/new": {"GET": "new"},
     "/notifications/{id}/action": {"POST": "action"},
@@ -99,6 +101,8 @@ class Router:
 
     def __init__(self, state: Any, project_id_regex: str | None = None) -> None:
         self.state = state
+        conf = getattr(state, "conf", None)
+        self.max_version = microversion.max_version(getattr(conf, "api_max_microversion", None))
         regex = project_id_regex or DEFAULT_PROJECT_ID_REGEX
         self._table: list[tuple[re.Pattern[str], Mapping[str, Target]]] = []
         for path, methods in ROUTES.items():
@@ -121,14 +125,27 @@ class Router:
     def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
         req = ApiRequest(environ)
         found = self.match(req.method, req.path_info)
-        if found is None:
+        if found is None or not self._served(found[0], req):
             return webob.exc.HTTPNotFound()(environ, start_response)
         target, args = found
         return self._dispatch(req, target, args)(environ, start_response)
 
+    def _served(self, target: Target, req: ApiRequest) -> bool:
+        """Whether a route added by a microversion exists for this request: not below its
+        version, so that the reference's API is unchanged (its paths are served at every
+        version)."""
+        since = getattr(target, "since", None)
+        if since is None:
+            return True
+        try:
+            version = microversion.from_headers(req.headers, self.max_version)
+        except exception.MasakariError:
+            return False
+        return version >= microversion.parse_string(since)
+
     def _dispatch(self, req: ApiRequest, target: Target, args: dict[str, str]) -> webob.Response:
         try:
-            version = microversion.from_headers(req.headers)
+            version = microversion.from_headers(req.headers, self.max_version)
         except microversion.UnsupportedVersion as exc:
             return faults.fault(406, exc.format_message(), vary=True)
         except exception.InvalidAPIVersionString as exc:

@@ -71,6 +71,18 @@ no pause is needed.
 """
         ),
     ),
+    cfg.StrOpt(
+        "api_max_microversion",
+        default="1.3",
+        choices=["1.3", "1.5"],
+        help=paragraphs(
+            """
+(masakari rewrite only) Highest API microversion served and advertised.
+1.3 is the reference's API. 1.5 adds GET
+/v1/segments/{segment_id}/hosts/{host_id}/recovery_plan.
+"""
+        ),
+    ),
 ]
 
 

@@ -87,7 +87,8 @@ write to the same disks, corrupting them. Enable this only with monitors that
 fence (power off) the host before reporting it.
 """
         ),
-    ),    cfg.BoolOpt(
+    ),
+    cfg.BoolOpt(
         "order_by_priority",
         default=False,
         help=paragraphs(

@@ -35,6 +35,7 @@ PROJECT_ONLY = {
     ("DEFAULT", "nova_api_timeout"): ("floating point value", 60.0, 1),
     ("host_failure", "force_down_fenced_host"): ("boolean value", False, None),
     ("host_failure", "order_by_priority"): ("boolean value", False, None),
+    ("DEFAULT", "api_max_microversion"): ("string value", "1.3", None),
     ("host_failure", "priority_instance_metadata_key"): ("string value", "HA_Priority", None),
     ("host_failure", "capacity_aware_targets"): ("boolean value", False, None),
 }

@@ -58,19 +58,26 @@ def show(req: ApiRequest) -> Reply:
     if version_id not in VERSIONS:
         raise errors.ResourceNotFound()
     document = copy.deepcopy(VERSIONS[version_id])
+    document["version"] = served_max(req.state.conf)
     prefix = link_prefix(req.application_url, req.state.conf.osapi_masakari_link_prefix)
     document["links"].insert(0, {"rel": "self", "href": prefix.rstrip("/") + "/"})
     return ok({"version": document})
 
 
-def versions(base_url: str) -> dict[str, Any]:
+def served_max(conf: Any) -> str:
+    """The max_version to advertise: [DEFAULT]/api_max_microversion (1.3 by default)."""
+    limit = getattr(conf, "api_max_microversion", None)
+    return microversion.to_string(microversion.max_version(limit))
+
+
+def versions(base_url: str, max_version: str | None = None) -> dict[str, Any]:
     """GET /: every version with its self link."""
     return {
         "versions": [
             {
                 "id": version["id"],
                 "status": version["status"],
-                "version": version["version"],
+                "version": max_version or version["version"],
                 "min_version": version["min_version"],
                 "updated": version["updated"],
                 "links": [{"rel": "self", "href": url_join(base_url, URL_VERSION, "")}],
@@ -112,7 +119,7 @@ class VersionsApp:
             return faults.from_exception(exc, None)(environ, start_response)
         base_url = link_prefix(req.application_url, self.state.conf.osapi_masakari_link_prefix)
         if req.path_info == "/":
-            status, body = 200, versions(base_url)
+            status, body = 200, versions(base_url, served_max(self.state.conf))
         else:
             status, body = 300, choices(base_url, req.path)
         response = webob.Response(status=status, body=json.dumps(body).encode("utf-8"))
