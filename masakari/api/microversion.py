@@ -21,7 +21,7 @@ VERSIONS: tuple[tuple[str, str], ...] = (
 
 # Served only up to [DEFAULT]/api_max_microversion, which defaults to the last of VERSIONS.
 GATED_VERSIONS: tuple[tuple[str, str], ...] = (
-    ("1.5", "GET /v1/segments/{segment_id}/hosts/{host_id}/recovery_plan (issue 9)"),
+    ("1.5", "GET .../hosts/{host_id}/recovery_plan and /v1/segments/{id}/readiness (issue 9)"),
 )
 
 Version = tuple[int, int]

@@ -41,6 +41,8 @@ ROUTES: dict[str, Mapping[str, Target]] = {
     "/segments/{id}/action": {"POST": "action"},
     "/segments/{id}/edit": {"GET": "edit"},
     "/segments/{id}": {"PUT": segments.update, "DELETE": segments.delete, "GET": segments.show},
+    # 1.5 (issue 9), like recovery_plan below.
+    "/segments/{id}/readiness": {"GET": segments.readiness},
     "/segments/{segment_id}/hosts": {"POST": hosts.create, "GET": hosts.index},
     "/segments/{segment_id}/hosts/new": {"GET": "new"},
     "/segments/{segment_id}/hosts/{id}/edit": {"GET": "edit"},

@@ -79,7 +79,8 @@ no pause is needed.
             """
 (masakari rewrite only) Highest API microversion served and advertised.
 1.3 is the reference's API. 1.5 adds GET
-/v1/segments/{segment_id}/hosts/{host_id}/recovery_plan.
+/v1/segments/{segment_id}/hosts/{host_id}/recovery_plan and GET
+/v1/segments/{segment_id}/readiness.
 """
         ),
     ),

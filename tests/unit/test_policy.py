@@ -41,7 +41,7 @@ def _reference() -> dict[str, str]:
 
 
 # Rules of the project's own API additions.
-PROJECT_ONLY_RULES = {hosts.RECOVERY_PLAN}
+PROJECT_ONLY_RULES = {hosts.RECOVERY_PLAN, segments.READINESS}
 
 
 def _api_rules() -> list[str]:
@@ -85,6 +85,7 @@ def test_constants_name_the_rules() -> None:
         hosts.DELETE,
         hosts.DISCOVERABLE,
         hosts.RECOVERY_PLAN,
+        segments.READINESS,
         notifications.INDEX,
         notifications.DETAIL,
         notifications.CREATE,
@@ -129,6 +130,7 @@ def test_documented_operations() -> None:
         segments.CREATE: [("POST", "/segments")],
         segments.UPDATE: [("PUT", "/segments/{segment_id}")],
         segments.DELETE: [("DELETE", "/segments/{segment_id}")],
+        segments.READINESS: [("GET", "/segments/{segment_id}/readiness")],
         versions.INDEX: [("GET", "/")],
         vmoves.INDEX: [("GET", "/notifications/{notification_id}/vmoves")],
         vmoves.DETAIL: [("GET", "/notifications/{notification_id}/vmoves/{vmove_id}")],

@@ -66,3 +66,40 @@ def test_default_options_keep_1_3(default):
     assert default.request("GET", "/v1/segments", version="1.5").status_int == 406
     assert default.request("GET", "/v1", version="1.3").json["version"]["version"] == "1.3"
     assert default.request("GET", "/").json["versions"][0]["version"] == "1.3"
+
+
+def test_readiness_at_1_5(enabled):
+    r = enabled.request(
+        "POST",
+        "/v1/segments",
+        {"segment": {"name": "ready-seg", "recovery_method": "auto", "service_type": "compute"}},
+        version="1.2",
+    )
+    seg = r.json["segment"]["uuid"]
+    for name in ("compute-3", "compute-4"):
+        enabled.request("POST", f"/v1/segments/{seg}/hosts", host_body(name))
+    path = f"/v1/segments/{seg}/readiness"
+    r = enabled.request("GET", path, version="1.5")
+    assert r.status_int == 200, r.text
+    body = r.json["readiness"]
+    assert (body["status"], body["code"]) == ("ok", 0), body
+    assert {f["check"] for f in body["findings"]} >= {"database", "hosts", "capacity", "policy"}
+    enabled.sim.add_service("compute-5")
+    enabled.request("POST", f"/v1/segments/{seg}/hosts", host_body("compute-5", reserved=True))
+    body = enabled.request("GET", path, version="1.5").json["readiness"]
+    assert body["status"] == "warning"
+    assert any("'compute-5' is enabled in Nova" in f["detail"] for f in body["findings"])
+    assert enabled.request("GET", path, version="1.4").status_int == 404
+    assert enabled.request("GET", path, headers=MEMBER, version="1.5").status_int == 403
+    assert (
+        enabled.request(
+            "GET", f"/v1/segments/{host_body()['host']['name']}/readiness", version="1.5"
+        ).status_int
+        == 404
+    )
+
+
+def test_readiness_absent_at_default_options(default):
+    r = default.request("POST", "/v1/segments", segment_body("ready-default"), version="1.2")
+    path = f"/v1/segments/{r.json['segment']['uuid']}/readiness"
+    assert default.request("GET", path, version="1.3").status_int == 404
