@@ -21,6 +21,7 @@ from typing import Any, Protocol, TypeVar
 from oslo_config import cfg
 from oslo_utils import strutils
 
+from masakari import exception
 from masakari.compute.placement import HostCapacity, Resources, add, describe, flavor_resources
 
 T = TypeVar("T")
@@ -167,12 +168,28 @@ def usable_peers(nova: Reads, peers: Iterable[str]) -> list[str]:
     return usable
 
 
+class UnknownCapacity(exception.NovaError):
+    """A target host has no Placement resource provider of its name (a compute node named
+    after an FQDN, say): its room cannot be told, so nothing is decided on capacity."""
+
+    def __init__(self, names: Sequence[str]) -> None:
+        super().__init__(
+            "Placement has no resource provider named " + ", ".join(f"'{n}'" for n in names)
+        )
+        self.names = list(names)
+
+
 def copies(capacities: Capacities, names: Iterable[str]) -> list[HostCapacity]:
-    found = []
+    """Fresh capacities of ``names``; UnknownCapacity when Placement lacks any of them."""
+    found, missing = [], []
     for name in names:
         cap = capacities.host_capacity(name)
-        if cap is not None:
+        if cap is None:
+            missing.append(name)
+        else:
             found.append(cap)
+    if missing:
+        raise UnknownCapacity(missing)
     return found
 
 
@@ -213,9 +230,11 @@ class Plan:
     @property
     def verdict(self) -> str:
         """fits: every evacuation has room; partial: some are left behind; none: all are;
-        empty: nothing to evacuate."""
+        empty: nothing to evacuate; unknown: capacity could not be read."""
         if not self.steps:
             return "empty"
+        if any(s.fits is None for s in self.steps):
+            return "unknown"
         fitting = sum(1 for s in self.steps if s.fits)
         if fitting == len(self.steps):
             return "fits"
@@ -223,7 +242,7 @@ class Plan:
 
     @property
     def left_behind(self) -> list[str]:
-        return [s.instance.id for s in self.steps if not s.fits]
+        return [s.instance.id for s in self.steps if s.fits is False]
 
     def view(self) -> dict[str, Any]:
         return {
@@ -265,17 +284,21 @@ def build(
     first_reserved = recovery_method in (RESERVED_HOST, RH_PRIORITY)
     if first_reserved and not reserved:
         messages.append("No usable reserved host in the segment: the reserved-host flow fails.")
-    if first_reserved and reserved:
-        placed = fit(instances, copies(placement, reserved[:1]))
-        steps = _steps(placed, aware, reserved[0])
-    elif first_reserved:
+    if first_reserved and not reserved:
         steps = [Step(i, None, False, "no reserved host") for i in instances]
     else:
-        pool = usable_peers(nova, [p for p in peers if p != host])
-        placed = fit(instances, copies(placement, pool))
-        steps = _steps(placed, aware, SCHEDULER)
-        if not pool:
+        target = reserved[0] if first_reserved else SCHEDULER
+        names = (
+            reserved[:1] if first_reserved else usable_peers(nova, [p for p in peers if p != host])
+        )
+        if not first_reserved and not names:
             messages.append("No other host of the segment has nova-compute enabled and up.")
+        try:
+            steps = _steps(fit(instances, copies(placement, names)), aware, target)
+        except UnknownCapacity as exc:
+            # As the engine: without capacity data everything is sent.
+            messages.append(f"{exc.message} Capacity not checked.")
+            steps = [Step(i, target, None, "capacity unknown") for i in instances]
     need: Resources = {}
     for inst in instances:
         need = add(need, inst.resources)

@@ -81,3 +81,39 @@ def test_select_follows_the_prepare_task_rules():
 def test_flavor_resources_counts_swap_in_disk():
     server = {"flavor": {"vcpus": 4, "ram": 4096, "disk": 40, "ephemeral": 10, "swap": 512}}
     assert flavor_resources(server) == {"VCPU": 4, "MEMORY_MB": 4096, "DISK_GB": 51}
+
+
+class Nova:
+    def __init__(self, servers: list[dict], up: set[str]) -> None:
+        self.servers, self.up = servers, up
+
+    def find_compute_services(self, host: str) -> list[dict]:
+        return [{"status": "enabled", "state": "up"}] if host in self.up else []
+
+    def list_servers_on_host(self, host: str) -> list[dict]:
+        return self.servers
+
+
+def test_build_without_a_provider_for_a_target_decides_nothing():
+    conf = masakari_conf.for_tests(**{"host_failure.capacity_aware_targets": True})
+    nova = Nova([{"id": "vm", "flavor": {"vcpus": 64}}], {"peer-1", "peer-fqdn"})
+    found = plan.build(
+        conf,
+        nova,
+        Caps(_host("peer-1", 2)),
+        host="failed",
+        recovery_method="auto",
+        reserved_hosts=[],
+        peers=["failed", "peer-1", "peer-fqdn"],
+    )
+    assert found.verdict == "unknown" and found.left_behind == []
+    assert [(s.target, s.fits) for s in found.steps] == [("scheduler", None)]
+    assert "no resource provider named 'peer-fqdn'" in found.messages[0]
+    with pytest.raises(plan.UnknownCapacity):
+        plan.split_by_capacity(
+            [found.steps[0].instance],
+            nova,
+            Caps(),
+            reserved_host="spare",
+            peers=[],
+        )
