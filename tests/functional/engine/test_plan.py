@@ -49,12 +49,12 @@ def _evacuations(sim: NovaSimulator) -> list[tuple[str, Any]]:
     ]
 
 
-def _mixed_failure(sim: NovaSimulator) -> dict[str, str]:
-    """compute-1 fails with five instances of three flavors; 11 vCPUs free elsewhere, 12
-    needed."""
+def _mixed_failure(sim: NovaSimulator, sized: bool = True) -> dict[str, str]:
+    """compute-1 fails with six instances of three flavors; 16 vCPUs needed and, when
+    ``sized``, 11 free elsewhere."""
     sim.add_service("compute-1", state="down", vcpus=16)
-    sim.add_service("compute-2", vcpus=9)
-    sim.add_service("compute-3", vcpus=2)
+    sim.add_service("compute-2", vcpus=9 if sized else None)
+    sim.add_service("compute-3", vcpus=2 if sized else None)
     vms = {}
     for name, flavor, metadata in [
         ("ha-low", LARGE, {"HA_Enabled": "True", "HA_Priority": "5"}),
@@ -109,7 +109,7 @@ def test_auto_plan_predicts_the_recovery(db, sim, engine_factory):
 
 def test_defaults_keep_the_reference_order_and_send_everything(db, sim, engine_factory):
     conf = make_conf(sim, host_failure_recovery_threads=1)
-    vms = _mixed_failure(sim)
+    vms = _mixed_failure(sim, sized=False)
     seg = add_segment(db, "auto")
     failed = add_host(db, seg, "compute-1")
     add_host(db, seg, "compute-2")
@@ -128,7 +128,7 @@ def test_defaults_keep_the_reference_order_and_send_everything(db, sim, engine_f
     assert all(i["target"] == "scheduler" for i in plan["instances"])
     nid = notify(db, failed, "COMPUTE_HOST", HOST_DOWN)
     engine_factory(conf)
-    wait_status(db, nid)
+    assert wait_status(db, nid) == "finished"
     assert [i for i, _ in _evacuations(sim)] == [i["instance_id"] for i in plan["instances"]]
 
 
