@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from masakari import exception
@@ -18,6 +18,7 @@ VERSIONS: tuple[tuple[str, str], ...] = (
     ("1.2", "segment create and update accept enabled"),
     ("1.3", "vmoves (served at every version: clients send 1.3, older ones do not)"),
     ("1.4", "held notifications, their release/cancel action, failure_reason"),
+    ("1.5", "GET .../hosts/{host_id}/recovery_plan and /v1/segments/{id}/readiness"),
 )
 
 # The newest version served unless [DEFAULT]/api_max_microversion raises it: what the
@@ -125,3 +126,18 @@ def select(version: Version, choices: Mapping[str, T]) -> T:
     if best is None:
         raise LookupError(f"no choice for version {to_string(version)}")
     return best[1]
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def since(version: str) -> Callable[[F], F]:
+    """Marks a handler whose route exists from ``version`` on: the router answers 404, as for
+    any unknown path, to requests of an older version."""
+    parse_string(version)
+
+    def mark(handler: F) -> F:
+        handler.since = version  # type: ignore[attr-defined]
+        return handler
+
+    return mark

@@ -52,6 +52,8 @@ ROUTES: dict[str, Mapping[str, Target]] = {
     "/segments/{id}/action": {"POST": "action"},
     "/segments/{id}/edit": {"GET": "edit"},
     "/segments/{id}": {"PUT": segments.update, "DELETE": segments.delete, "GET": segments.show},
+    # 1.5 (issue 9), like recovery_plan below.
+    "/segments/{id}/readiness": {"GET": segments.readiness},
     "/segments/{segment_id}/hosts": {"POST": hosts.create, "GET": hosts.index},
     "/segments/{segment_id}/hosts/new": {"GET": "new"},
     "/segments/{segment_id}/hosts/{id}/edit": {"GET": "edit"},
@@ -60,6 +62,8 @@ ROUTES: dict[str, Mapping[str, Target]] = {
         "DELETE": hosts.delete,
         "GET": hosts.show,
     },
+    # 1.5 (issue 9): below it, or when api_max_microversion is lower, an unknown path.
+    "/segments/{segment_id}/hosts/{id}/recovery_plan": {"GET": hosts.recovery_plan},
     "/notifications": {"POST": notifications.create, "GET": notifications.index},
     "/notifications/new": {"GET": "new"},
     "/notifications/{id}/action": {"POST": Since("1.4", notifications.action, "action")},
@@ -132,10 +136,24 @@ class Router:
     def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
         req = ApiRequest(environ)
         found = self.match(req.method, req.path_info)
-        if found is None:
+        if found is None or not self._served(found[0], req):
             return webob.exc.HTTPNotFound()(environ, start_response)
         target, args = found
         return self._dispatch(req, target, args)(environ, start_response)
+
+    def _served(self, target: Target, req: ApiRequest) -> bool:
+        """Whether a route added by a microversion exists for this request: not below its
+        version, so that the reference's API is unchanged (its paths are served at every
+        version)."""
+        since = getattr(target, "since", None)
+        if since is None:
+            return True
+        try:
+            maximum = microversion.enabled_max(self.state.conf)
+            version = microversion.from_headers(req.headers, maximum)
+        except exception.MasakariError:
+            return False
+        return version >= microversion.parse_string(since)
 
     def _dispatch(self, req: ApiRequest, target: Target, args: dict[str, str]) -> webob.Response:
         try:

@@ -7,6 +7,7 @@ Exit codes, as the reference's: 0 success; 1 the command refused its arguments o
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
@@ -131,9 +132,97 @@ def notification_cancel(conf: cfg.ConfigOpts) -> None:
     _end_hold(conf, notifications_api.cancel, "cancelled")
 
 
+# --- planning: host plan, segment check (docs/operations.md "Planning") ----------------------
+
+
+def host_plan(conf: cfg.ConfigOpts) -> None:
+    """What recovering the host would do now, from live Nova and Placement data."""
+    from masakari.compute import nova, placement
+    from masakari.ha import plans
+
+    db = Database.from_conf(conf)
+    try:
+        try:
+            host = plans.host_by_name(db, conf.category.host_name)
+        except exception.HostNotFoundByName as exc:
+            raise CommandError(exc.message) from exc
+        try:
+            found = plans.for_host(
+                conf, db, nova.get_client(conf), placement.get_client(conf), host
+            )
+        except exception.NovaError as exc:
+            raise CommandError(f"Cannot read Nova or Placement: {exc}") from exc
+    finally:
+        db.dispose()
+    view = found.view()
+    if conf.category.format == "json":
+        print(json.dumps({"recovery_plan": view}, indent=2, sort_keys=True))
+        return
+    print(f"Host {view['host']} ({view['recovery_method']}): {view['verdict']}")
+    for n, step in enumerate(view["instances"], 1):
+        prio = "-" if step["priority"] is None else step["priority"]
+        target = step["target"] or "(left behind)"
+        ha = "HA" if step["ha_enabled"] else "  "
+        print(f"{n:4} {step['instance_id']} {ha} prio {prio:>4} -> {target}")
+        if step["reason"]:
+            print(f"       {step['reason']}")
+    for item in view["not_evacuated"]:
+        print(f"   - {item['instance_id']} not evacuated: {item['reason']}")
+    if view["reserved_hosts"]:
+        print("Reserved hosts, in the order tried: " + ", ".join(view["reserved_hosts"]))
+    if view["then"]:
+        print(f"If that fails: {view['then']}")
+    for message in view["messages"]:
+        print(message)
+
+
+def segment_check(conf: cfg.ConfigOpts) -> None:
+    """The readiness doctor; exits with masakari-status's codes (0 ok, 1 warning, 2 failure)."""
+    from masakari.compute import nova, placement
+    from masakari.ha import doctor
+
+    db = Database.from_conf(conf)
+    try:
+        try:
+            findings = doctor.check(
+                conf,
+                db,
+                nova.get_client(conf),
+                placement.get_client(conf),
+                conf.category.segment,
+            )
+        except exception.SegmentNotFound as exc:
+            raise CommandError(exc.message, code=doctor.FAILURE) from exc
+    finally:
+        db.dispose()
+    for f in findings:
+        where = f" [{f.segment}]" if f.segment else ""
+        print(f"{doctor.LABELS[f.code]:8} {f.check}{where}: {f.detail}")
+    code = doctor.worst(findings)
+    if code:
+        raise CommandError(f"Result: {doctor.LABELS[code]}", code=code)
+    print("Result: OK")
+
+
+def _add_planning_parsers(subparsers: Any) -> None:
+    host = subparsers.add_parser("host", help="hosts: recovery plans")
+    actions = host.add_subparsers(dest="action")
+    actions.required = True
+    plan = actions.add_parser("plan", help="what recovering HOST would do now (changes nothing)")
+    plan.add_argument("host_name", metavar="HOST", help="the host's name")
+    plan.add_argument("--format", choices=("text", "json"), default="text")
+    segment = subparsers.add_parser("segment", help="segments: readiness checks")
+    actions = segment.add_subparsers(dest="action")
+    actions.required = True
+    check = actions.add_parser("check", help="can the segment(s) recover a host failure now?")
+    check.add_argument("segment", nargs="?", default=None, help="uuid or name (default: all)")
+
+
 COMMANDS: dict[str, dict[str, Callable[[cfg.ConfigOpts], None]]] = {
     "db": {"sync": db_sync, "version": db_version, "purge": db_purge},
     "notification": {"release": notification_release, "cancel": notification_cancel},
+    "host": {"plan": host_plan},
+    "segment": {"check": segment_check},
 }
 
 
@@ -157,6 +246,8 @@ def _add_parsers(subparsers: Any) -> None:  # argparse's _SubParsersAction is pr
     for verb, text in (("release", "let the engine recover"), ("cancel", "end, unrecovered")):
         verb_parser = verbs.add_parser(verb, help=f"{text} a held notification")
         verb_parser.add_argument("notification_uuid", help="the notification's uuid")
+
+    _add_planning_parsers(subparsers)
 
 
 def main(argv: list[str] | None = None) -> int:

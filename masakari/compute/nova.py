@@ -370,6 +370,11 @@ class NovaClient:
             timeout=conf.nova_api_timeout,
         )
 
+    @property
+    def session(self) -> ks_session.Session:
+        """The keystone session (auth and token cache), for clients of other services."""
+        return self._adapter.session
+
     # --- compute services -------------------------------------------------------------------
 
     def find_compute_services(self, host: str) -> list[dict[str, Any]]:

@@ -58,7 +58,7 @@ request.
     cfg.StrOpt(
         "api_max_microversion",
         default="1.3",
-        choices=("1.3", "1.4"),
+        choices=("1.3", "1.4", "1.5"),
         help=paragraphs(
             """
 (masakari rewrite only) Newest API microversion masakari-api serves, and
@@ -66,6 +66,9 @@ announces in its version documents. ``1.3`` is what masakari 22.0.0 serves:
 clients see no difference. ``1.4`` adds held notifications (and their
 release/cancel action) and ``failure_reason`` in notification bodies; clients
 that send no microversion, or 1.3 or older, still see exactly the 1.3 bodies.
+``1.5`` adds GET /v1/segments/{segment_id}/hosts/{host_id}/recovery_plan and
+GET /v1/segments/{segment_id}/readiness (a dry-run recovery plan and the
+readiness doctor).
 """
         ),
     ),

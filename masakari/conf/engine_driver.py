@@ -88,6 +88,43 @@ fence (power off) the host before reporting it.
 """
         ),
     ),
+    cfg.BoolOpt(
+        "order_by_priority",
+        default=False,
+        help=paragraphs(
+            """
+(masakari rewrite only) Evacuate in priority order: HA-enabled instances first
+as always, and inside each of the two groups the instances whose metadata key
+``[host_failure]/priority_instance_metadata_key`` holds an integer, higher
+first, before those without one. False keeps the reference's order.
+"""
+        ),
+    ),
+    cfg.StrOpt(
+        "priority_instance_metadata_key",
+        default="HA_Priority",
+        help=paragraphs(
+            """
+(masakari rewrite only) Instance metadata key holding an instance's restart
+priority (an integer, higher first), read when
+``[host_failure]/order_by_priority`` is true and by recovery plans.
+"""
+        ),
+    ),
+    cfg.BoolOpt(
+        "capacity_aware_targets",
+        default=False,
+        help=paragraphs(
+            """
+(masakari rewrite only) Check free capacity in Placement before evacuating.
+The reserved_host methods try first the reserved hosts that can hold all the
+instances; an evacuation is never sent to a target Placement says is full:
+what does not fit is recorded as failed with the reason, and a progress
+message says so before the first evacuation. False evacuates as the
+reference does.
+"""
+        ),
+    ),
 ]
 
 INSTANCE_OPTS: list[cfg.Opt] = [

@@ -188,3 +188,25 @@ def clear_maintenance(session: orm.Session, host_uuid: str) -> bool:
         .execution_options(synchronize_session=False)
     )
     return affected_rows(result) == 1
+
+
+def peer_names(session: orm.Session, host_name: str) -> list[str]:
+    """The other hosts of the segment(s) holding a host named ``host_name``, oldest first."""
+    segments = sa.select(Host.failover_segment_id).where(Host.name == host_name, Host.deleted == 0)
+    rows = session.execute(
+        sa.select(Host.name)
+        .where(
+            Host.failover_segment_id.in_(segments),
+            Host.name != host_name,
+            Host.deleted == 0,
+        )
+        .order_by(Host.created_at, Host.id)
+    ).all()
+    return [r.name for r in rows]
+
+
+def get_by_name(session: orm.Session, name: str) -> Host:
+    row = session.scalar(sa.select(Host).where(Host.name == name, Host.deleted == 0))
+    if row is None:
+        raise exception.HostNotFoundByName(host_name=name)
+    return row

@@ -115,6 +115,9 @@ class Effects:
     def reserved_host_names(self, segment_uuid: str) -> list[str]:
         return self._read(lambda s: hosts.reserved_host_names(s, segment_uuid))
 
+    def peer_host_names(self, host_name: str) -> list[str]:
+        return self._read(lambda s: hosts.peer_names(s, host_name))
+
     def vmoves(
         self, statuses: Sequence[str] | None = None, ids: Sequence[int] | None = None
     ) -> list[VMoveData]:

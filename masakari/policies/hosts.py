@@ -14,6 +14,8 @@ CREATE = _NAME % "create"
 UPDATE = _NAME % "update"
 DELETE = _NAME % "delete"
 DISCOVERABLE = _NAME % "discoverable"
+# masakari rewrite only (API 1.5)
+RECOVERY_PLAN = _NAME % "recovery_plan"
 
 _HOSTS = "/segments/{segment_id}/hosts"
 _HOST = _HOSTS + "/{host_id}"
@@ -53,6 +55,13 @@ RULES: list[policy.RuleDefault] = [
         name=DISCOVERABLE,
         check_str=base.RULE_ADMIN_API,
         description="Whether the hosts extension is listed by the extensions API.",
+    ),
+    policy.DocumentedRuleDefault(
+        name=RECOVERY_PLAN,
+        check_str=base.RULE_ADMIN_API,
+        description="(masakari rewrite only) Show what recovering a host would do now "
+        "(microversion 1.5).",
+        operations=[{"method": "GET", "path": _HOST + "/recovery_plan"}],
     ),
 ]
 

@@ -14,6 +14,8 @@ CREATE = _NAME % "create"
 UPDATE = _NAME % "update"
 DELETE = _NAME % "delete"
 DISCOVERABLE = _NAME % "discoverable"
+# masakari rewrite only (API 1.5)
+READINESS = _NAME % "readiness"
 
 RULES: list[policy.RuleDefault] = [
     policy.DocumentedRuleDefault(
@@ -50,6 +52,13 @@ RULES: list[policy.RuleDefault] = [
         name=DISCOVERABLE,
         check_str=base.RULE_ADMIN_API,
         description="Whether the segments extension is listed by the extensions API.",
+    ),
+    policy.DocumentedRuleDefault(
+        name=READINESS,
+        check_str=base.RULE_ADMIN_API,
+        description="(masakari rewrite only) Run the readiness checks of a failover segment "
+        "(microversion 1.5).",
+        operations=[{"method": "GET", "path": "/segments/{segment_id}/readiness"}],
     ),
 ]
 

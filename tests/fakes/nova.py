@@ -35,6 +35,9 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 from keystoneauth1 import session as ks_session
 from keystoneauth1.identity import v3
 
+from tests.fakes.placement import PREFIX as PLACEMENT_PREFIX
+from tests.fakes.placement import Flavor, Placement
+
 if TYPE_CHECKING:
     from masakari.compute.nova import NovaClient
 
@@ -146,6 +149,7 @@ class Server:
     metadata: dict[str, str] = dataclasses.field(default_factory=dict)
     tenant_id: str = MEMBER_PROJECT_ID
     user_id: str = "user-demo"
+    flavor: Flavor = dataclasses.field(default_factory=Flavor)
 
 
 @dataclasses.dataclass
@@ -285,6 +289,7 @@ class NovaSimulator:
         self.faults: list[Fault] = []
         self.evacuations: list[Evacuation] = []
         self.calls: list[Call] = []
+        self.placement = Placement()  # tests/fakes/placement.py: what evacuations consume
         self.keystone_calls: list[tuple[str, str]] = []
         # More services of the token's catalog, {service type: URL}: for example masakari's
         # own "instance-ha" endpoint, which the openstack clients look up there.
@@ -336,6 +341,10 @@ class NovaSimulator:
     @property
     def compute_url(self) -> str:
         return self.base_url + COMPUTE_PREFIX
+
+    @property
+    def placement_url(self) -> str:
+        return self.base_url + PLACEMENT_PREFIX
 
     def session(
         self, *, username: str = "masakari", password: str = "secret", timeout: float = 10.0
@@ -397,8 +406,15 @@ class NovaSimulator:
         zone: str = "nova",
         id: str | None = None,
         hypervisor_hostname: str | None = None,
+        vcpus: int | None = None,
+        memory_mb: int | None = None,
+        disk_gb: int | None = None,
     ) -> str:
-        """Adds a service; ``state='down'`` means a host that stopped heartbeating long ago."""
+        """Adds a service; ``state='down'`` means a host that stopped heartbeating long ago.
+
+        A nova-compute service gets a Placement resource provider sized ``vcpus``,
+        ``memory_mb`` and ``disk_gb`` (unlimited where not given).
+        """
         now = self.clock.now()
         alive = state == "up"
         svc = Service(
@@ -415,6 +431,10 @@ class NovaSimulator:
         )
         with self.lock:
             self.services.append(svc)
+            if binary == "nova-compute":
+                self.placement.add_provider(
+                    svc.hypervisor_hostname, vcpus=vcpus, memory_mb=memory_mb, disk_gb=disk_gb
+                )
         return svc.id
 
     def add_server(
@@ -429,8 +449,10 @@ class NovaSimulator:
         locked: bool = False,
         metadata: Mapping[str, str] | None = None,
         tenant_id: str = MEMBER_PROJECT_ID,
+        flavor: Flavor | None = None,
     ) -> str:
-        """Adds a server; servers added later are newer (listed first, as Nova does)."""
+        """Adds a server; servers added later are newer (listed first, as Nova does). Its
+        flavor's resources are allocated in Placement on its host."""
         sid = id or str(uuid.uuid4())
         srv = Server(
             id=sid,
@@ -442,9 +464,13 @@ class NovaSimulator:
             locked=locked,
             metadata=dict(metadata or {}),
             tenant_id=tenant_id,
+            flavor=flavor or Flavor(),
         )
         with self.lock:
             self.servers.append(srv)
+            self.placement.allocate(
+                sid, self._hypervisor_of(host), srv.flavor.resources(), tenant_id, srv.user_id
+            )
         return sid
 
     def add_aggregate(
@@ -686,6 +712,7 @@ class NovaSimulator:
             srv = self._server(ev.server)
             srv.task_state = None
             if ev.dest is not None:
+                self.placement.free(srv.id, self._hypervisor_of(srv.host))
                 srv.host = ev.dest
                 srv.vm_state = "active" if srv.vm_state == "error" else srv.vm_state
                 srv.power_state = 4 if srv.vm_state == "stopped" else 1
@@ -695,6 +722,10 @@ class NovaSimulator:
 
     def _service_on(self, host: str | None, binary: str = "nova-compute") -> Service | None:
         return next((s for s in self.services if s.host == host and s.binary == binary), None)
+
+    def _hypervisor_of(self, host: str | None) -> str | None:
+        svc = self._service_on(host)
+        return svc.hypervisor_hostname if svc else None
 
     def _server(self, sid: str) -> Server:
         for s in self.servers:
@@ -738,15 +769,7 @@ class NovaSimulator:
             "links": [],
             "image": "",
             "addresses": {},
-            "flavor": {
-                "vcpus": 1,
-                "ram": 512,
-                "disk": 1,
-                "ephemeral": 0,
-                "swap": 0,
-                "original_name": "m1.tiny",
-                "extra_specs": {},
-            },
+            "flavor": s.flavor.view(),
             "key_name": None,
             "config_drive": "",
             "progress": 0,
@@ -826,6 +849,12 @@ class NovaSimulator:
                         "type": "compute",
                         "name": "nova",
                         "endpoints": endpoints(self.compute_url),
+                    },
+                    {
+                        "id": "placement",
+                        "type": "placement",
+                        "name": "placement",
+                        "endpoints": endpoints(self.placement_url),
                     },
                     {
                         "id": "identity",
@@ -1021,13 +1050,22 @@ def evacuate(sim: NovaSimulator, req: Request, srv: Server, arg: Any) -> tuple[i
 
     def usable(s: Service) -> bool:
         return (
-            s.binary == "nova-compute" and s.status == "enabled" and (sim.service_state(s) == "up")
+            s.binary == "nova-compute"
+            and s.status == "enabled"
+            and (sim.service_state(s) == "up")
+            # the scheduler's Placement query: no room, no host (NoValidHost)
+            and sim.placement.fits(s.hypervisor_hostname, srv.flavor.resources())
         )
 
     if target is not None:
         dest = target if usable(sim._service_on(target) or _missing(target)) else None
     else:
         dest = next((s.host for s in sim.services if usable(s) and s.host != srv.host), None)
+    if dest is not None:
+        # Nova claims on the destination when it schedules; the source is freed on arrival.
+        sim.placement.allocate(
+            srv.id, sim._hypervisor_of(dest), srv.flavor.resources(), srv.tenant_id, srv.user_id
+        )
     srv.task_state = "rebuilding"
     lo, hi = sim._delay
     sim.evacuations.append(Evacuation(sim.clock.now() + sim._rng.uniform(lo, hi), srv.id, dest))
@@ -1134,6 +1172,8 @@ def _handler_for(sim: NovaSimulator) -> type[BaseHTTPRequestHandler]:
                 self.keystone(url.path[len(IDENTITY_PREFIX) :], body)
             elif url.path.startswith("/compute"):
                 self.nova(url.path[len("/compute") :], query, body)
+            elif url.path.startswith(PLACEMENT_PREFIX):
+                self.placement(url.path[len(PLACEMENT_PREFIX) :], query)
             else:
                 self.send(404, {"error": {"code": 404, "message": "Not Found"}})
 
@@ -1197,6 +1237,17 @@ def _handler_for(sim: NovaSimulator) -> type[BaseHTTPRequestHandler]:
                     },
                 )
             return self.send(200, sim.token_body(subject_info), {"X-Subject-Token": subject})
+
+        def placement(self, path: str, query: list[tuple[str, str]]) -> None:
+            with sim.lock:
+                token = sim.tokens.get(self.headers.get("X-Auth-Token", ""))
+                if token is None:
+                    return self.send(401, {"errors": [{"status": 401, "title": "Unauthorized"}]})
+                sim._tick()
+                status, out, headers = sim.placement.handle(
+                    self.command, path, query, self.headers.get("OpenStack-API-Version")
+                )
+            self.send(status, out, headers)
 
         def nova(self, path: str, query: list[tuple[str, str]], body: Any) -> None:
             mv = _microversion({k.lower(): v for k, v in self.headers.items()})

@@ -341,7 +341,7 @@ def test_tokens(sim: NovaSimulator) -> None:
     admin = validate(ADMIN_TOKEN).json()["token"]
     assert [r["name"] for r in admin["roles"]] == ["admin", "member"]
     assert admin["project"]["id"] == ADMIN_PROJECT_ID
-    assert {e["type"] for e in admin["catalog"]} == {"compute", "identity"}
+    assert {e["type"] for e in admin["catalog"]} == {"compute", "identity", "placement"}
     member = validate(MEMBER_TOKEN)
     assert member.headers["X-Subject-Token"] == MEMBER_TOKEN
     assert "admin" not in [r["name"] for r in member.json()["token"]["roles"]]

@@ -52,6 +52,9 @@ PROJECT_ONLY = {
     ("host_failure", "scope_exclude_images"): ("list value", [], None),
     ("host_failure", "scope_include_metadata"): ("list value", [], None),
     ("host_failure", "scope_exclude_metadata"): ("list value", [], None),
+    ("host_failure", "order_by_priority"): ("boolean value", False, None),
+    ("host_failure", "priority_instance_metadata_key"): ("string value", "HA_Priority", None),
+    ("host_failure", "capacity_aware_targets"): ("boolean value", False, None),
 }
 
 # Defaults that depend on the machine; config-options.json holds the

@@ -41,6 +41,9 @@ def _reference() -> dict[str, str]:
     return yaml.safe_load(REFERENCE_POLICY.read_text())
 
 
+# Rules of the project's own API additions.
+
+
 def _api_rules() -> list[str]:
     return [r.name for r in policies.list_rules() if r.check_str == base.RULE_ADMIN_API]
 
@@ -60,7 +63,12 @@ def _enforcer_with_file(tmp_path: Path, name: str, content: str) -> oslo_policy.
 
 
 # Rules the reference does not have: the held-notification action of microversion 1.4.
-PROJECT_ONLY = {notifications.RELEASE, notifications.CANCEL}
+PROJECT_ONLY = {
+    notifications.RELEASE,
+    notifications.CANCEL,
+    hosts.RECOVERY_PLAN,
+    segments.READINESS,
+}
 
 
 def test_rules_equal_reference_in_order() -> None:
@@ -90,6 +98,8 @@ def test_constants_name_the_rules() -> None:
         hosts.UPDATE,
         hosts.DELETE,
         hosts.DISCOVERABLE,
+        hosts.RECOVERY_PLAN,
+        segments.READINESS,
         notifications.INDEX,
         notifications.DETAIL,
         notifications.CREATE,
@@ -127,6 +137,7 @@ def test_documented_operations() -> None:
         hosts.CREATE: [("POST", "/segments/{segment_id}/hosts")],
         hosts.UPDATE: [("PUT", "/segments/{segment_id}/hosts/{host_id}")],
         hosts.DELETE: [("DELETE", "/segments/{segment_id}/hosts/{host_id}")],
+        hosts.RECOVERY_PLAN: [("GET", "/segments/{segment_id}/hosts/{host_id}/recovery_plan")],
         notifications.INDEX: [("GET", "/notifications")],
         notifications.DETAIL: [("GET", "/notifications/{notification_id}")],
         notifications.CREATE: [("POST", "/notifications")],
@@ -137,6 +148,7 @@ def test_documented_operations() -> None:
         segments.CREATE: [("POST", "/segments")],
         segments.UPDATE: [("PUT", "/segments/{segment_id}")],
         segments.DELETE: [("DELETE", "/segments/{segment_id}")],
+        segments.READINESS: [("GET", "/segments/{segment_id}/readiness")],
         versions.INDEX: [("GET", "/")],
         vmoves.INDEX: [("GET", "/notifications/{notification_id}/vmoves")],
         vmoves.DETAIL: [("GET", "/notifications/{notification_id}/vmoves/{vmove_id}")],

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from masakari.api import handlers, views
+from masakari.api import handlers, microversion, views
 from masakari.api.request import ApiRequest, Reply, created, no_content, ok
 from masakari.api.schemas import hosts as schemas
+from masakari.compute import nova, placement
 from masakari.ha import hosts as hosts_api
+from masakari.ha import plans
 from masakari.policies import hosts as policies
 
 # Accepted by the reference but not applied: the segment comes from the path, and name
@@ -68,3 +70,16 @@ def delete(req: ApiRequest) -> Reply:
     req.can(policies.DELETE)
     hosts_api.delete(req.state.db, req.route_args["segment_id"], req.route_args["id"])
     return no_content()
+
+
+@microversion.since("1.5")
+def recovery_plan(req: ApiRequest) -> Reply:
+    """GET .../hosts/{id}/recovery_plan (1.5): 200 with what recovering the host would do
+    now, from live Nova and Placement data; nothing changes."""
+    req.can(policies.RECOVERY_PLAN)
+    state = req.state
+    row = hosts_api.get(state.db, req.route_args["segment_id"], req.route_args["id"])
+    found = plans.for_host(
+        state.conf, state.db, nova.get_client(state.conf), placement.get_client(state.conf), row
+    )
+    return ok({"recovery_plan": found.view()})

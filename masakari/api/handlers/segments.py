@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from masakari.api import handlers, views
+from masakari.api import handlers, microversion, views
 from masakari.api.request import ApiRequest, Reply, created, no_content, ok
 from masakari.api.schemas import segments as schemas
+from masakari.compute import nova, placement
+from masakari.ha import doctor
 from masakari.ha import segments as segments_api
 from masakari.policies import segments as policies
 
@@ -52,3 +54,30 @@ def delete(req: ApiRequest) -> Reply:
     req.can(policies.DELETE)
     segments_api.delete(req.state.db, req.route_args["id"])
     return no_content()
+
+
+@microversion.since("1.5")
+def readiness(req: ApiRequest) -> Reply:
+    """GET /v1/segments/{id}/readiness (1.5): 200 with the readiness doctor's findings for
+    the segment (``masakari-manage segment check``); reads only."""
+    req.can(policies.READINESS)
+    state = req.state
+    segment_uuid = req.route_args["id"]
+    segments_api.get(state.db, segment_uuid)
+    findings = doctor.check(
+        state.conf,
+        state.db,
+        nova.get_client(state.conf),
+        placement.get_client(state.conf),
+        segment_uuid,
+    )
+    code = doctor.worst(findings)
+    return ok(
+        {
+            "readiness": {
+                "status": doctor.LABELS[code].lower(),
+                "code": code,
+                "findings": [f.view() for f in findings],
+            }
+        }
+    )

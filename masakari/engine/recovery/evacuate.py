@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from masakari import exception
+from masakari.compute import placement
 from masakari.db.statuses import VMOVE_FAILED, VMOVE_ONGOING, VMOVE_PENDING, VMOVE_SUCCEEDED
+from masakari.engine import plan
 from masakari.engine.context import Cancelled, PollTimeout, RunContext, nova_message
 from masakari.engine.effects import Plan, VMoveData
 from masakari.engine.ports import Server
@@ -182,18 +184,57 @@ def unlock(run: RunContext, instance_uuid: str) -> None:
         LOG.error("Unlocking instance %s failed, left for the next attempt: %s", instance_uuid, exc)
 
 
-def _order(vmoves: Sequence[VMoveData], ha_ids: set[str] | None) -> list[VMoveData]:
-    """HA-enabled instances first; inside each group, the reference's order (newest row first).
+def _order(
+    vmoves: Sequence[VMoveData],
+    ha_ids: set[str] | None,
+    priorities: Mapping[str, int | None] | None = None,
+) -> list[VMoveData]:
+    """HA-enabled instances first; inside each group, the reference's order (newest row first),
+    or with [host_failure]/order_by_priority the priority order of masakari.engine.plan.
 
     The reference starts with the non-HA instances (rewrite-pack § 3.4/§ 3.6), the opposite
     of what [host_failure]/evacuate_all_instances documents.
     """
     ordered = sorted(vmoves, key=lambda v: v.id, reverse=True)
-    if not ha_ids:
-        return ordered
-    return [v for v in ordered if v.instance_uuid in ha_ids] + [
-        v for v in ordered if v.instance_uuid not in ha_ids
-    ]
+    return plan.order(ordered, lambda v: v.instance_uuid, ha_ids, priorities)
+
+
+def _leave_what_cannot_fit(
+    ctx: TaskContext, host_name: str, vmoves: list[VMoveData], reserved_host: str | None
+) -> list[VMoveData]:
+    """With capacity_aware_targets: the vmoves to evacuate; those no target has room for
+    (Placement) end failed with the reason, announced before the first evacuation."""
+    known = ctx.store.plan_instances
+    if not ctx.conf.host_failure.capacity_aware_targets or known is None:
+        return vmoves
+    instances = [known[v.instance_uuid] for v in vmoves if v.instance_uuid in known]
+    try:
+        left = plan.split_by_capacity(
+            instances,
+            ctx.nova,
+            placement.get_client(ctx.conf),
+            reserved_host=reserved_host,
+            peers=[] if reserved_host else ctx.effects.peer_host_names(host_name),
+        )
+    except exception.NovaError as exc:
+        ctx.update_details(f"Capacity check failed, evacuating without it: {exc}")
+        return vmoves
+    if not left:
+        return vmoves
+    ctx.update_details(
+        "Not enough capacity for the instances of failed host '{host}': {count} left behind: "
+        "'{ids}'".format(host=host_name, count=len(left), ids=",".join(i.id for i in left))
+    )
+    left_ids = {i.id: i for i in left}
+    for vmove in vmoves:
+        if vmove.instance_uuid in left_ids:
+            ctx.effects.update_vmove(
+                vmove.id,
+                status=VMOVE_FAILED,
+                message="Failed reason: " + plan.no_room(left_ids[vmove.instance_uuid]),
+                end_time=ctx.run.clock.now(),
+            )
+    return [v for v in vmoves if v.instance_uuid not in left_ids]
 
 
 def _add_to_aggregates(ctx: TaskContext, host_name: str, reserved_host: str) -> None:
@@ -253,7 +294,14 @@ def evacuate_instances(ctx: TaskContext) -> None:
     """Evacuate this attempt's instances, host_failure_recovery_threads at a time."""
     host_name = required(ctx.store.host_name, "host_name")
     reserved_host = ctx.store.reserved_host
-    vmoves = _order(_current_vmoves(ctx), ctx.store.ha_instance_ids)
+    known = ctx.store.plan_instances
+    vmoves = _order(
+        _current_vmoves(ctx),
+        ctx.store.ha_instance_ids,
+        plan.priorities(known.values(), ctx.conf) if known else None,
+    )
+    everything = vmoves
+    vmoves = _leave_what_cannot_fit(ctx, host_name, vmoves, reserved_host)
     ctx.update_details(
         "Start evacuation of instances from failed host '{host_name}', instance uuids are: "
         "'{instance_list}'".format(
@@ -280,7 +328,7 @@ def evacuate_instances(ctx: TaskContext) -> None:
                 LOG.exception("Evacuation worker failed")
     ctx.run.check()
 
-    final = ctx.effects.vmoves(ids=[v.id for v in vmoves])
+    final = ctx.effects.vmoves(ids=[v.id for v in everything])
     succeeded = sorted(v.instance_uuid for v in final if v.status == VMOVE_SUCCEEDED)
     if succeeded:
         ctx.update_details(

@@ -19,6 +19,7 @@ from oslo_config import cfg
 
 from masakari import exception
 from masakari.db import statuses
+from masakari.engine import plan
 from masakari.engine import progress as states
 from masakari.engine.context import Cancelled, NovaReads, RunContext
 from masakari.engine.effects import Effects
@@ -48,6 +49,8 @@ class Store:
     reserved_host: str | None = None
     vmove_ids: list[int] | None = None
     ha_instance_ids: set[str] | None = None
+    # What masakari.engine.plan orders and fits, by instance id (set by the prepare task).
+    plan_instances: dict[str, plan.Instance] | None = None
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 

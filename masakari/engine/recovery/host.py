@@ -8,8 +8,10 @@ from typing import Any
 from oslo_utils import strutils
 
 from masakari import exception
+from masakari.compute import placement
 from masakari.conf import host_return as host_return_opts
 from masakari.db import statuses
+from masakari.engine import plan
 from masakari.engine.context import Cancelled, PollTimeout, RunContext
 from masakari.engine.recovery import evacuate, host_return, scope
 from masakari.engine.recovery.evacuate import HYPERVISOR, TASK_STATE, VM_STATE, compute_host
@@ -160,6 +162,8 @@ def prepare_ha_enabled_instances(ctx: TaskContext) -> None:
     # The evacuation task works on exactly these rows: this attempt's, not earlier ones.
     ctx.store.vmove_ids = [v.id for v in created]
     ctx.store.ha_instance_ids = {server["id"] for server in ha}
+    if options.order_by_priority or options.capacity_aware_targets:
+        ctx.store.plan_instances = {s["id"]: plan.Instance.of(s, ctx.conf) for s in selected}
     ctx.update_details(
         "Instances to be evacuated are: '{}'".format(",".join(server["id"] for server in selected)),
         1.0,
@@ -196,6 +200,8 @@ def _auto(run: RunContext, flows: FlowTasks, store: Store) -> None:
 def _reserved(run: RunContext, flows: FlowTasks, store: Store, reserved_hosts: list[str]) -> None:
     if not reserved_hosts:
         raise exception.ReservedHostsUnavailable()
+    if run.conf.host_failure.capacity_aware_targets and len(reserved_hosts) > 1:
+        reserved_hosts = _fitting_first(run, required(store.host_name, "host_name"), reserved_hosts)
     tasks: Stages = flows.host_rh
     try:
         Flow(run, tasks["pre"], tasks["main"], tasks["post"]).run_per_candidate(
@@ -203,6 +209,18 @@ def _reserved(run: RunContext, flows: FlowTasks, store: Store, reserved_hosts: l
         )
     except exception.LockAlreadyAcquired as exc:
         raise exception.HostRecoveryFailure(message=exc.message) from exc
+
+
+def _fitting_first(run: RunContext, host_name: str, reserved_hosts: list[str]) -> list[str]:
+    """The reserved hosts that can hold the failed host's instances first (Placement); on a
+    Nova or Placement failure, the usual order, with a warning."""
+    try:
+        return plan.reserved_order(
+            run.conf, run.nova, placement.get_client(run.conf), host_name, reserved_hosts
+        )
+    except exception.NovaError as exc:
+        LOG.warning("Capacity check of reserved hosts failed, trying them in order: %s", exc)
+        return reserved_hosts
 
 
 def recover(

@@ -1,0 +1,177 @@
+"""Placement as masakari reads it: free capacity of compute hosts, never a change.
+
+The client shares the Nova client's keystoneauth session (one token for both) and finds the
+``placement`` service in the catalog with the interface and region Nova is found with.
+Errors are :class:`masakari.exception.NovaError` with ``service="Placement"`` (status = the
+HTTP status Placement answered, None for a transport failure), so callers treat a Placement
+outage as they treat a Nova one: retried by the caller or reported, never taken as "fits".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from keystoneauth1 import adapter as ks_adapter
+from keystoneauth1 import exceptions as ks_exc
+from keystoneauth1 import session as ks_session
+from oslo_config import cfg
+
+from masakari import exception
+from masakari.compute import nova
+
+# 1.12: allocations as dicts; 1.31: in_tree. Nothing newer is needed for reads.
+PLACEMENT_API_VERSION = "1.31"
+SERVICE_TYPE = "placement"
+RESOURCE_CLASSES = ("VCPU", "MEMORY_MB", "DISK_GB")
+
+Resources = dict[str, int]
+
+
+def flavor_resources(server: Mapping[str, Any]) -> Resources:
+    """What nova-compute allocates for a server, from the flavor Nova embeds (2.47+):
+    swap (MB) counts in DISK_GB, rounded up."""
+    flavor = server.get("flavor") or {}
+    return {
+        "VCPU": int(flavor.get("vcpus") or 0),
+        "MEMORY_MB": int(flavor.get("ram") or 0),
+        "DISK_GB": int(flavor.get("disk") or 0)
+        + int(flavor.get("ephemeral") or 0)
+        + math.ceil(int(flavor.get("swap") or 0) / 1024),
+    }
+
+
+@dataclasses.dataclass
+class HostCapacity:
+    """A compute host's provider: capacity ((total - reserved) * ratio) and usage per class."""
+
+    name: str
+    provider_uuid: str
+    capacity: Resources
+    used: Resources
+
+    def free(self) -> Resources:
+        return {rc: self.capacity[rc] - self.used.get(rc, 0) for rc in self.capacity}
+
+    def fits(self, need: Mapping[str, int]) -> bool:
+        free = self.free()
+        return all(not amount or free.get(rc, 0) >= amount for rc, amount in need.items())
+
+    def take(self, need: Mapping[str, int]) -> None:
+        for rc, amount in need.items():
+            self.used[rc] = self.used.get(rc, 0) + amount
+
+
+def add(total: Resources, need: Mapping[str, int]) -> Resources:
+    out = dict(total)
+    for rc, amount in need.items():
+        out[rc] = out.get(rc, 0) + amount
+    return out
+
+
+def describe(resources: Mapping[str, int]) -> str:
+    return ", ".join(f"{rc} {resources[rc]}" for rc in sorted(resources) if resources[rc])
+
+
+class PlacementClient:
+    def __init__(
+        self,
+        session: ks_session.Session,
+        *,
+        interface: str = "public",
+        region_name: str | None = None,
+        timeout: float | None = 60.0,
+    ) -> None:
+        self._adapter = ks_adapter.Adapter(
+            session,
+            service_type=SERVICE_TYPE,
+            interface=interface,
+            region_name=region_name,
+            default_microversion=PLACEMENT_API_VERSION,
+        )
+        self._timeout = timeout
+
+    @classmethod
+    def from_conf(cls, conf: cfg.ConfigOpts) -> PlacementClient:
+        """Through the process's Nova client session, at Nova's interface and region."""
+        interface = conf.nova_catalog_admin_info.split(":")[2]
+        return cls(
+            nova.get_client(conf).session,
+            interface=interface,
+            region_name=conf.os_region_name,
+            timeout=conf.nova_api_timeout,
+        )
+
+    def provider(self, name: str) -> dict[str, Any] | None:
+        """The resource provider named ``name`` (a compute node's hypervisor hostname)."""
+        found = self._get("/resource_providers", [("name", name)])["resource_providers"]
+        return dict(found[0]) if found else None
+
+    def inventories(self, provider_uuid: str) -> dict[str, dict[str, Any]]:
+        return dict(self._get(f"/resource_providers/{provider_uuid}/inventories")["inventories"])
+
+    def usages(self, provider_uuid: str) -> dict[str, int]:
+        return dict(self._get(f"/resource_providers/{provider_uuid}/usages")["usages"])
+
+    def allocation_candidates(
+        self, resources: Mapping[str, int], limit: int | None = None
+    ) -> dict[str, Any]:
+        query = [("resources", ",".join(f"{rc}:{n}" for rc, n in resources.items() if n))]
+        if limit is not None:
+            query.append(("limit", str(limit)))
+        return dict(self._get("/allocation_candidates", query))
+
+    def host_capacity(self, name: str) -> HostCapacity | None:
+        """None when Placement has no provider of that name."""
+        rp = self.provider(name)
+        if rp is None:
+            return None
+        capacity = {
+            rc: int((inv["total"] - inv.get("reserved", 0)) * inv.get("allocation_ratio", 1.0))
+            for rc, inv in self.inventories(rp["uuid"]).items()
+        }
+        return HostCapacity(name, rp["uuid"], capacity, self.usages(rp["uuid"]))
+
+    def capacities(self, names: Iterable[str]) -> dict[str, HostCapacity | None]:
+        return {name: self.host_capacity(name) for name in names}
+
+    def _get(self, path: str, query: list[tuple[str, str]] | None = None) -> Any:
+        try:
+            resp = self._adapter.get(
+                path,
+                params=query or None,
+                raise_exc=False,
+                microversion=PLACEMENT_API_VERSION,
+                timeout=self._timeout,
+                connect_retries=nova.GET_RETRIES,
+                connect_retry_delay=nova.RETRY_DELAY,
+            )
+        except ks_exc.ConnectTimeout as exc:
+            raise exception.NovaTimeout(service="Placement") from exc
+        except ks_exc.ConnectionError as exc:
+            raise exception.NovaError(service="Placement") from exc
+        except ks_exc.ClientException as exc:
+            raise exception.NovaError(f"Placement: {exc}") from exc
+        if resp.status_code >= 400:
+            try:
+                detail = resp.json()["errors"][0]["detail"]
+            except (ValueError, KeyError, IndexError, TypeError):
+                detail = resp.text[:200]
+            raise exception.NovaError(
+                f"Placement answered GET {path} with {resp.status_code}: {detail}",
+                status=resp.status_code,
+            )
+        try:
+            return resp.json()
+        except ValueError as exc:
+            raise exception.NovaError(
+                f"Placement answered GET {path} with a body that is not JSON.",
+                status=resp.status_code,
+            ) from exc
+
+
+def get_client(conf: cfg.ConfigOpts) -> PlacementClient:
+    """A Placement client on the process's Nova session (cheap: the session is cached)."""
+    return PlacementClient.from_conf(conf)

@@ -1,0 +1,272 @@
+"""The readiness doctor: can each segment recover a host failure now? Reads only.
+
+Findings carry masakari-status's codes (0 success, 1 warning, 2 failure); a run's code is its
+worst finding's. Per segment: every host is a nova-compute service; reserved hosts are
+disabled in Nova; the segment can absorb the loss of its largest host (Placement). Once: the
+Nova account can read what recovery reads; the database, the broker and the coordination
+backend, when configured, answer; the policy file loads.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import socket
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+from urllib.parse import urlsplit
+
+from oslo_config import cfg
+
+from masakari import exception, policy
+from masakari.compute.placement import HostCapacity, describe
+from masakari.db import hosts as hosts_db
+from masakari.db import segments as segments_db
+from masakari.db.database import Database
+from masakari.db.models import Host, Segment
+from masakari.engine import plan
+
+SUCCESS, WARNING, FAILURE = 0, 1, 2
+LABELS = {SUCCESS: "OK", WARNING: "WARNING", FAILURE: "FAILURE"}
+CONNECT_TIMEOUT = 3.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Finding:
+    code: int
+    check: str
+    detail: str
+    segment: str | None = None
+
+    def view(self) -> dict[str, Any]:
+        return {
+            "status": LABELS[self.code].lower(),
+            "check": self.check,
+            "segment": self.segment,
+            "detail": self.detail,
+        }
+
+
+class NovaProbe(plan.Reads, Protocol):
+    """The Nova reads the doctor makes, on top of the plan's."""
+
+    def list_aggregates(self) -> list[dict[str, Any]]: ...
+
+
+def worst(findings: Sequence[Finding]) -> int:
+    return max((f.code for f in findings), default=SUCCESS)
+
+
+def check(
+    conf: cfg.ConfigOpts,
+    db: Database,
+    nova: NovaProbe,
+    placement: plan.Capacities,
+    segment: str | None = None,
+) -> list[Finding]:
+    """Every finding, for one segment (uuid or name) or all of them."""
+    findings: list[Finding] = []
+    try:
+        segments = _segments(db, segment)
+    except exception.SegmentNotFound:
+        raise
+    except Exception as exc:  # the database is the one thing every check needs
+        return [Finding(FAILURE, "database", f"Cannot read the database: {exc}")]
+    findings.append(Finding(SUCCESS, "database", "The database answers."))
+    findings.extend(_nova_account(nova))
+    for seg, hosts in segments:
+        findings.extend(_segment(conf, nova, placement, seg, hosts))
+    findings.extend(_services(conf))
+    findings.append(_policy(conf))
+    return findings
+
+
+def _segments(db: Database, wanted: str | None) -> list[tuple[Segment, list[Host]]]:
+    with db.reader() as session:
+        rows = segments_db.list_(session, {}, ["created_at"], ["asc"], None, None)
+        if wanted is not None:
+            rows = [r for r in rows if wanted in (r.uuid, r.name)]
+            if not rows:
+                raise exception.SegmentNotFound(id=wanted)
+        found = []
+        for seg in rows:
+            hosts = hosts_db.list_(session, seg.uuid, {}, ["created_at"], ["asc"], None, None)
+            found.append((seg, list(hosts)))
+        return found
+
+
+def _nova_account(nova: NovaProbe) -> list[Finding]:
+    """Read-only calls under the policies recovery needs: services, servers of all projects,
+    aggregates. A 403 means the account cannot recover anything."""
+    probes: list[tuple[str, Callable[[], object]]] = [
+        ("os-services (list)", lambda: nova.find_compute_services("masakari-doctor-probe")),
+        ("servers of all projects", lambda: nova.list_servers_on_host("masakari-doctor-probe")),
+        ("os-aggregates (list)", nova.list_aggregates),
+    ]
+    findings = []
+    for what, call in probes:
+        try:
+            call()
+        except exception.NovaError as exc:
+            code = FAILURE if exc.status in (401, 403) else WARNING
+            findings.append(Finding(code, "nova account", f"Cannot read {what}: {exc}"))
+    if not findings:
+        findings.append(
+            Finding(
+                SUCCESS, "nova account", "The Nova account reads services, servers and aggregates."
+            )
+        )
+    return findings
+
+
+def _segment(
+    conf: cfg.ConfigOpts,
+    nova: plan.Reads,
+    placement: plan.Capacities,
+    seg: Segment,
+    hosts: list[Host],
+) -> list[Finding]:
+    name = seg.name
+    findings: list[Finding] = []
+    present: list[Host] = []
+    for host in hosts:
+        try:
+            services = nova.find_compute_services(host.name)
+        except exception.NovaError as exc:
+            findings.append(
+                Finding(WARNING, "hosts", f"Cannot ask Nova about '{host.name}': {exc}", name)
+            )
+            continue
+        if not services:
+            findings.append(
+                Finding(FAILURE, "hosts", f"Host '{host.name}' has no nova-compute service.", name)
+            )
+            continue
+        present.append(host)
+        if host.reserved and services[0].get("status") == "enabled":
+            findings.append(
+                Finding(
+                    WARNING,
+                    "reserved hosts",
+                    f"Reserved host '{host.name}' is enabled in Nova: the scheduler fills it, "
+                    "so it is no spare.",
+                    name,
+                )
+            )
+    if not any(f.code for f in findings):
+        findings.append(
+            Finding(SUCCESS, "hosts", f"{len(hosts)} host(s), each a nova-compute service.", name)
+        )
+    findings.append(_absorbs_largest(conf, nova, placement, seg, present))
+    return findings
+
+
+def _absorbs_largest(
+    conf: cfg.ConfigOpts,
+    nova: plan.Reads,
+    placement: plan.Capacities,
+    seg: Segment,
+    hosts: list[Host],
+) -> Finding:
+    """Plan the failure of the busiest non-reserved host and see what would be left behind."""
+    name = seg.name
+    workers = [h for h in hosts if not h.reserved and not h.on_maintenance]
+    if not workers:
+        return Finding(SUCCESS, "capacity", "No host in service: nothing to absorb.", name)
+    try:
+        caps: dict[str, HostCapacity] = {}
+        for h in hosts:
+            cap = placement.host_capacity(h.name)
+            if cap is not None:
+                caps[h.name] = cap
+        largest = max(workers, key=lambda h: _load(caps.get(h.name)))
+        instances, _ = plan.select(nova.list_servers_on_host(largest.name), conf)
+        if not instances:
+            return Finding(SUCCESS, "capacity", "No instance to evacuate anywhere.", name)
+        if seg.recovery_method in (plan.RESERVED_HOST, plan.RH_PRIORITY):
+            spares = [
+                h.name for h in hosts if h.reserved and not h.on_maintenance and h.name in caps
+            ]
+            ranked = plan.rank_reserved_hosts(spares, instances, placement)
+            left = [i for i, t in plan.fit(instances, plan.copies(placement, ranked[:1])) if not t]
+            where = f"reserved host '{ranked[0]}'" if ranked else "no reserved host"
+        else:
+            peers = [h.name for h in hosts if h.name != largest.name]
+            pool = plan.usable_peers(nova, peers)
+            left = [i for i, t in plan.fit(instances, plan.copies(placement, pool)) if not t]
+            where = f"{len(pool)} other host(s) in service"
+    except exception.NovaError as exc:
+        return Finding(WARNING, "capacity", f"Cannot check capacity: {exc}", name)
+    if left:
+        need: dict[str, int] = {}
+        for inst in left:
+            for rc, amount in inst.resources.items():
+                need[rc] = need.get(rc, 0) + amount
+        return Finding(
+            FAILURE,
+            "capacity",
+            f"Losing '{largest.name}' ({len(instances)} instance(s)) leaves {len(left)} behind "
+            f"on {where}: missing room for {describe(need)}.",
+            name,
+        )
+    return Finding(
+        SUCCESS,
+        "capacity",
+        f"Losing '{largest.name}' ({len(instances)} instance(s)): all fit on {where}.",
+        name,
+    )
+
+
+def _load(cap: HostCapacity | None) -> tuple[int, int]:
+    if cap is None:
+        return (-1, -1)
+    return (cap.used.get("VCPU", 0), cap.used.get("MEMORY_MB", 0))
+
+
+def _services(conf: cfg.ConfigOpts) -> list[Finding]:
+    findings = []
+    transport = _option(conf, None, "transport_url")
+    if transport:
+        findings.append(_reach("broker", transport, 5672))
+    backend = _option(conf, "coordination", "backend_url")
+    if backend:
+        findings.append(_reach("coordination", backend, None))
+    return findings
+
+
+def _option(conf: cfg.ConfigOpts, group: str | None, name: str) -> str | None:
+    try:
+        value = getattr(conf, name) if group is None else getattr(getattr(conf, group), name)
+    except (cfg.NoSuchOptError, cfg.NoSuchGroupError):
+        return None
+    return str(value) if value else None
+
+
+def _reach(what: str, url: str, default_port: int | None) -> Finding:
+    """A TCP connection to each host of ``url`` (credentials are not tried)."""
+    parts = urlsplit(url)
+    netloc = parts.netloc.rpartition("@")[2]
+    if not netloc:
+        return Finding(SUCCESS, what, f"{parts.scheme}:// needs no server.")
+    failures = []
+    for hostport in netloc.split(","):
+        host, _, port = hostport.rpartition(":") if ":" in hostport else (hostport, "", "")
+        number = int(port) if port.isdigit() else default_port
+        if number is None:
+            failures.append(f"{hostport}: no port")
+            continue
+        try:
+            socket.create_connection((host.strip("[]"), number), CONNECT_TIMEOUT).close()
+        except OSError as exc:
+            failures.append(f"{host}:{number}: {exc}")
+    if failures:
+        return Finding(FAILURE, what, "Unreachable: " + "; ".join(failures))
+    return Finding(SUCCESS, what, f"{parts.scheme}:// answers.")
+
+
+def _policy(conf: cfg.ConfigOpts) -> Finding:
+    try:
+        enforcer = policy.make_enforcer(conf)
+        enforcer.load_rules(force_reload=True)
+    except Exception as exc:  # any parse or check error is the finding itself
+        return Finding(FAILURE, "policy", f"The policy file does not load: {exc}")
+    return Finding(SUCCESS, "policy", "The policy file loads.")

@@ -1,0 +1,42 @@
+"""Recovery plans of hosts: the database's side (segment, reserved hosts, peers) handed to
+:func:`masakari.engine.plan.build` with live Nova and Placement readers."""
+
+from __future__ import annotations
+
+from oslo_config import cfg
+
+from masakari.db import hosts as hosts_db
+from masakari.db import segments as segments_db
+from masakari.db.database import Database
+from masakari.db.models import Host
+from masakari.engine import plan
+
+
+def for_host(
+    conf: cfg.ConfigOpts, db: Database, nova: plan.Reads, placement: plan.Capacities, host: Host
+) -> plan.Plan:
+    """What recovering ``host`` would do now; reads only."""
+    with db.reader() as session:
+        segment = segments_db.get(session, host.failover_segment_id)
+        method = segment.recovery_method
+        # The engine unreserves the failed host before it lists the spares.
+        reserved = [
+            name
+            for name in hosts_db.reserved_host_names(session, segment.uuid)
+            if name != host.name
+        ]
+        peers = hosts_db.peer_names(session, host.name)
+    return plan.build(
+        conf,
+        nova,
+        placement,
+        host=host.name,
+        recovery_method=method,
+        reserved_hosts=reserved,
+        peers=peers,
+    )
+
+
+def host_by_name(db: Database, name: str) -> Host:
+    with db.reader() as session:
+        return hosts_db.get_by_name(session, name)

@@ -1,0 +1,151 @@
+"""masakari-manage host plan and segment check against the Nova simulator."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from masakari.cmd import manage
+from masakari.compute import nova
+from masakari.db import migration
+from masakari.db.database import Database
+from tests.fakes.nova import NovaSimulator
+from tests.fakes.placement import Flavor
+from tests.functional.engine.conftest import add_host, add_segment
+
+LARGE = Flavor("m1.large", vcpus=4, ram=8192, disk=80)
+
+
+@pytest.fixture
+def sim() -> Iterator[NovaSimulator]:
+    with NovaSimulator() as simulator:
+        yield simulator
+    nova.forget_clients()
+
+
+@pytest.fixture
+def db(tmp_path: Any) -> Iterator[Database]:
+    database = Database.from_url(f"sqlite:///{tmp_path}/masakari.db")
+    migration.upgrade(database.engine)
+    yield database
+    database.dispose()
+
+
+@pytest.fixture
+def conf_file(tmp_path: Any, sim: NovaSimulator, db: Database) -> Any:
+    def write(*extra: str) -> str:
+        path = tmp_path / "masakari.conf"
+        path.write_text(
+            "\n".join(
+                [
+                    "[DEFAULT]",
+                    "os_privileged_user_name = masakari",
+                    "os_privileged_user_password = secret",
+                    "os_privileged_user_tenant = service",
+                    f"os_privileged_user_auth_url = {sim.auth_url}",
+                    "nova_api_timeout = 5",
+                    *extra,
+                    "[database]",
+                    f"connection = sqlite:///{tmp_path}/masakari.db",
+                ]
+            )
+            + "\n"
+        )
+        return str(path)
+
+    return write
+
+
+def run(capsys: Any, conf_file: str, *argv: str) -> tuple[int, str, str]:
+    code = manage.main(["--config-file", conf_file, *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _healthy(sim: NovaSimulator, db: Database, method: str = "auto") -> str:
+    sim.add_service("compute-1", vcpus=8)
+    sim.add_service("compute-2", vcpus=8)
+    sim.add_service("spare", status="disabled", vcpus=8)
+    sim.add_server(host="compute-1", flavor=LARGE, metadata={"HA_Enabled": "True"})
+    seg = add_segment(db, method)
+    add_host(db, seg, "compute-1")
+    add_host(db, seg, "compute-2")
+    add_host(db, seg, "spare", reserved=True)
+    return seg
+
+
+def test_host_plan_text_and_json(sim, db, conf_file, capsys):
+    _healthy(sim, db)
+    sim.add_server(host="compute-1", flavor=LARGE, metadata={"HA_Priority": "7"})
+    last = sim.add_server(host="compute-1", flavor=LARGE)
+    code, out, _ = run(capsys, conf_file(), "host", "plan", "compute-1")
+    assert code == 0
+    assert out.splitlines()[0] == "Host compute-1 (auto): partial"
+    code, out, _ = run(capsys, conf_file(), "host", "plan", "compute-1", "--format", "json")
+    plan = json.loads(out)["recovery_plan"]
+    assert plan["left_behind"] == [last]
+    assert [i["target"] for i in plan["instances"]] == ["scheduler"] * 3
+    assert not [c for c in sim.nova_calls() if c["method"] != "GET"]
+    code, _, err = run(capsys, conf_file(), "host", "plan", "nowhere")
+    assert code == 1 and "nowhere could not be found" in err
+
+
+def test_doctor_passes_a_healthy_segment(sim, db, conf_file, capsys):
+    seg = _healthy(sim, db)
+    code, out, _ = run(capsys, conf_file(), "segment", "check", seg)
+    assert code == 0, out
+    assert "OK       capacity" in out and out.strip().endswith("Result: OK")
+
+
+def test_doctor_flags_a_host_without_nova_compute(sim, db, conf_file, capsys):
+    seg = _healthy(sim, db)
+    add_host(db, seg, "typo-host")
+    code, out, _ = run(capsys, conf_file(), "segment", "check")
+    assert code == 2
+    assert "FAILURE  hosts [seg-" in out and "'typo-host' has no nova-compute" in out
+
+
+def test_doctor_warns_of_an_enabled_reserved_host(sim, db, conf_file, capsys):
+    seg = _healthy(sim, db)
+    sim.add_service("busy-spare")
+    add_host(db, seg, "busy-spare", reserved=True)
+    code, out, _ = run(capsys, conf_file(), "segment", "check", seg)
+    assert code == 1
+    assert "Reserved host 'busy-spare' is enabled in Nova" in out
+
+
+@pytest.mark.parametrize("method", ["auto", "reserved_host"])
+def test_doctor_flags_a_segment_without_spare_capacity(sim, db, conf_file, capsys, method):
+    seg = _healthy(sim, db, method)
+    for _ in range(2):  # 12 vCPUs on compute-1; compute-2 and the spare hold 8 each
+        sim.add_server(host="compute-1", flavor=LARGE)
+    code, out, _ = run(capsys, conf_file(), "segment", "check", seg)
+    assert code == 2
+    assert "Losing 'compute-1' (3 instance(s)) leaves 1 behind" in out
+
+
+def test_doctor_flags_an_unreachable_broker_and_a_bad_policy_file(
+    sim, db, conf_file, capsys, tmp_path
+):
+    seg = _healthy(sim, db)
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("os_masakari_api:segments:index: [unbalanced\n")
+    conf = conf_file(
+        "transport_url = rabbit://guest:guest@127.0.0.1:1/",
+        "[oslo_policy]",
+        f"policy_file = {policy}",
+    )
+    code, out, _ = run(capsys, conf, "segment", "check", seg)
+    assert code == 2
+    assert "FAILURE  broker: Unreachable: 127.0.0.1:1" in out
+    assert "FAILURE  policy: The policy file does not load" in out
+
+
+def test_doctor_reports_an_account_nova_refuses(sim, db, conf_file, capsys):
+    seg = _healthy(sim, db)
+    sim.fail(403, method="GET", path="/os-aggregates")
+    code, out, _ = run(capsys, conf_file(), "segment", "check", seg)
+    assert code == 2 and "FAILURE  nova account: Cannot read os-aggregates" in out
