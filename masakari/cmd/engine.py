@@ -17,6 +17,7 @@ from masakari.compute import nova
 from masakari.db.database import Database
 from masakari.engine import tasks
 from masakari.engine.service import EngineService
+from masakari.metrics import serve
 
 LOG = logging.getLogger(__name__)
 
@@ -50,6 +51,8 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    if conf.metrics.engine_port:
+        serve.start_listener(conf, conf.metrics.engine_port, lambda: db)
     service.start()
     try:
         while not stop.wait(1.0):

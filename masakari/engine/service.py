@@ -23,8 +23,8 @@ from typing import Any
 
 from oslo_config import cfg
 
-from masakari import exception
-from masakari.db import claims, database, queue, statuses
+from masakari import exception, metrics
+from masakari.db import claims, database, engines, queue, statuses
 from masakari.db.database import Database, transaction
 from masakari.db.queue import Candidate
 from masakari.engine import tasks
@@ -150,6 +150,10 @@ class EngineService:
         if left:
             self._release(left)
         self._pool.shutdown(wait=False, cancel_futures=True)
+        try:
+            transaction(self.db, lambda s: engines.forget(s, self.owner))
+        except database.DB_ERRORS as exc:
+            LOG.warning("Could not remove this engine's heartbeat: %s", exc)
         LOG.info("masakari-engine %s stopped", self.owner)
 
     # --- the loop --------------------------------------------------------------------------
@@ -275,6 +279,7 @@ class EngineService:
             return claims.ClaimResult.GONE
         if result == claims.ClaimResult.CLAIMED:
             LOG.info("Claimed notification %s (%s)", row.notification_uuid, row.status)
+            metrics.claim_taken()
             self._start(row.notification_uuid, token, started, retry)
         return result
 
@@ -302,7 +307,9 @@ class EngineService:
             self._release({notification_uuid: item.token})
             return None
         effects = Effects(self.db, self.nova, self.clock, item.lease, notification_uuid)
+        effects.reported_at = notification.generated_time
         run = RunContext(conf=self.conf, effects=effects, clock=self.clock, cancel=item.cancel)
+        started = self.clock.monotonic()
         try:
             outcome = dispatch.recover(run, self.flows, notification)
         except LeaseLost:
@@ -348,6 +355,12 @@ class EngineService:
                 status,
             )
             return None
+        metrics.recovery_finished(
+            notification.type,
+            outcome.recovery_method or "none",
+            status,
+            self.clock.monotonic() - started,
+        )
         return status
 
     def _run(self, item: _Work) -> None:
@@ -365,9 +378,16 @@ class EngineService:
     # --- claims ----------------------------------------------------------------------------
 
     def _heartbeat(self) -> None:
+        self._guard(self.beat, proves_db_up=False)
         while not self._stopping.wait(self.renew_interval):
             # A round with nothing to renew does not reach the database: it proves nothing.
             self._guard(self.renew_claims, proves_db_up=False)
+            self._guard(self.beat, proves_db_up=False)
+
+    def beat(self) -> None:
+        """Say this engine is alive (masakari-manage engine list, the heartbeat metric)."""
+        now = self.clock.now()
+        transaction(self.db, lambda s: engines.beat(s, self.owner, self.conf.host, now))
 
     def renew_claims(self) -> None:
         """Push our claims' expiry back; a claim found lost stops its recovery at once.
@@ -433,6 +453,7 @@ class EngineService:
                     "Took over notification %s: its engine stopped renewing its claim",
                     notification_uuid,
                 )
+                metrics.takeover()
                 self._start(notification_uuid, token, started, retry=False)
 
     def _take_over_expired(self) -> None:
