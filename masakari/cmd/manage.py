@@ -1,4 +1,4 @@
-"""masakari-manage: ``db sync [VERSION]``, ``db version``, ``db purge``.
+"""masakari-manage: ``db sync [VERSION]``, ``db version``, ``db purge``, ``engine list``.
 
 Exit codes, as the reference's: 0 success; 1 the command refused its arguments or failed
 (database error, unknown revision); 2 bad usage or unreadable configuration files.
@@ -6,6 +6,7 @@ Exit codes, as the reference's: 0 success; 1 the command refused its arguments o
 
 from __future__ import annotations
 
+import datetime
 import logging
 import sys
 import time
@@ -19,7 +20,7 @@ from sqlalchemy import exc as sa_exc
 
 from masakari import conf as masakari_conf
 from masakari import exception
-from masakari.db import migration, purge
+from masakari.db import engines, migration, purge
 from masakari.db.database import Database
 from masakari.version import VERSION
 
@@ -82,8 +83,47 @@ def db_purge(conf: cfg.ConfigOpts) -> None:
         print(f"{table}: {count} row(s) purged")
 
 
+# Engines listed by ``engine list``; engines.FORGET_AFTER keeps the table far smaller.
+MAX_ENGINES = 1000
+
+
+def engine_list(conf: cfg.ConfigOpts) -> None:
+    """Every engine that recorded a heartbeat, the most recently alive first.
+
+    An engine is ``alive`` while its last heartbeat is younger than engine_claim_timeout:
+    past that its claims have expired too, and other engines take its work over.
+    """
+    db = Database.from_conf(conf)
+    try:
+        with db.reader() as session:
+            rows = engines.latest(session, MAX_ENGINES)
+    finally:
+        db.dispose()
+    now = datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
+    table = [("engine", "host", "started", "last heartbeat", "age (s)", "state")]
+    for row in rows:
+        age = max((now - row.heartbeat_at).total_seconds(), 0.0)
+        state = "alive" if age < conf.engine_claim_timeout else "stale"
+        table.append(
+            (
+                row.engine,
+                row.host,
+                row.started_at.isoformat(sep=" ", timespec="seconds"),
+                row.heartbeat_at.isoformat(sep=" ", timespec="seconds"),
+                f"{age:.0f}",
+                state,
+            )
+        )
+    widths = [max(len(line[i]) for line in table) for i in range(len(table[0]))]
+    for line in table:
+        print(
+            "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
+        )
+
+
 COMMANDS: dict[str, dict[str, Callable[[cfg.ConfigOpts], None]]] = {
     "db": {"sync": db_sync, "version": db_version, "purge": db_purge},
+    "engine": {"list": engine_list},
 }
 
 
@@ -101,6 +141,14 @@ def _add_parsers(subparsers: Any) -> None:  # argparse's _SubParsersAction is pr
     purge_parser.add_argument(
         "--max_rows", type=int, default=-1, help="at most this many rows per table (-1: all)"
     )
+    _add_engine_parsers(subparsers)
+
+
+def _add_engine_parsers(subparsers: Any) -> None:
+    engine = subparsers.add_parser("engine", help="the masakari-engine processes")
+    actions = engine.add_subparsers(dest="action")
+    actions.required = True
+    actions.add_parser("list", help="each engine and its last heartbeat")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -112,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     if not argv:
         print(f"OpenStack masakari version: {VERSION}\n")
-        print("masakari-manage category action [<args>]\nAvailable categories:\n\tdb")
+        print("masakari-manage category action [<args>]\nAvailable categories:\n\tdb\n\tengine")
         return EXIT_USAGE
     try:
         conf(argv, project="masakari", prog="masakari-manage", version=VERSION)
