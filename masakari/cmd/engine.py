@@ -15,7 +15,7 @@ from masakari import conf as masakari_conf
 from masakari import exception
 from masakari.compute import nova
 from masakari.db.database import Database
-from masakari.engine import tasks
+from masakari.engine import logtag, tasks
 from masakari.engine.service import EngineService
 from masakari.metrics import serve
 
@@ -28,6 +28,7 @@ LOCK_WAIT = 5.0
 def main(argv: list[str] | None = None) -> int:
     conf = masakari_conf.load(sys.argv[1:] if argv is None else argv, prog="masakari-engine")
     masakari_conf.setup_logging(conf)
+    logtag.install()
     if conf.taskflow.connection:
         LOG.debug("[taskflow]/connection is ignored: progress lives in the main database")
     db = Database.from_conf(conf)

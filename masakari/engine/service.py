@@ -27,7 +27,7 @@ from masakari import exception, metrics
 from masakari.db import claims, database, engines, queue, statuses
 from masakari.db.database import Database, transaction
 from masakari.db.queue import Candidate
-from masakari.engine import tasks
+from masakari.engine import logtag, tasks
 from masakari.engine.context import RunContext
 from masakari.engine.effects import Effects
 from masakari.engine.errors import Cancelled
@@ -365,7 +365,8 @@ class EngineService:
 
     def _run(self, item: _Work) -> None:
         try:
-            self.process(item)
+            with logtag.recovery(item.notification_uuid, self.owner):
+                self.process(item)
         except Exception:
             LOG.exception("Engine failed to finish notification %s", item.notification_uuid)
         finally:
