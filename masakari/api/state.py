@@ -11,6 +11,7 @@ from oslo_policy import policy as oslo_policy
 from masakari import policy
 from masakari.compute import nova
 from masakari.db.database import Database
+from masakari.notifier import Notifier
 
 
 @dataclasses.dataclass
@@ -21,6 +22,7 @@ class AppState:
     db: Database
     enforcer: oslo_policy.Enforcer
     check_compute: Callable[[str], None]
+    notifier: Notifier
 
 
 def nova_compute_check(conf: cfg.ConfigOpts) -> Callable[[str], None]:
@@ -42,4 +44,5 @@ def make_state(
         db=db or Database.from_conf(conf),
         enforcer=policy.make_enforcer(conf),
         check_compute=check_compute or nova_compute_check(conf),
+        notifier=Notifier(conf, "masakari-api"),
     )

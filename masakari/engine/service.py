@@ -23,7 +23,7 @@ from typing import Any
 
 from oslo_config import cfg
 
-from masakari import exception, metrics
+from masakari import exception, metrics, notifier
 from masakari.db import claims, database, engines, queue, statuses
 from masakari.db.database import Database, transaction
 from masakari.db.queue import Candidate
@@ -105,6 +105,7 @@ class EngineService:
         # takes them over once they expire like any other engine would.
         self.owner = owner or f"{conf.host}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.flows = flows or tasks.load_flows(conf)
+        self.notifier = notifier.Notifier(conf, "masakari-engine")
         self.renew_interval, self.lease_term = lease_timing(conf)
         self.workers = workers
         self.retry_workers = retry_workers
@@ -306,6 +307,8 @@ class EngineService:
         if notification is None or notification.status != statuses.RUNNING:
             self._release({notification_uuid: item.token})
             return None
+        fields = notifier.notification_fields(notification)
+        self.notifier.emit("notification.process.start", notifier.notification_payload(fields))
         effects = Effects(self.db, self.nova, self.clock, item.lease, notification_uuid)
         effects.reported_at = notification.generated_time
         run = RunContext(conf=self.conf, effects=effects, clock=self.clock, cancel=item.cancel)
@@ -323,9 +326,10 @@ class EngineService:
             LOG.warning("Recovery of notification %s stopped before its end", notification_uuid)
             self._release({notification_uuid: item.token})
             return None
-        except Exception:
+        except Exception as exc:
             LOG.exception("Recovery of notification %s failed", notification_uuid)
             outcome = dispatch.Outcome(statuses.ERROR)
+            run.failure = exc
         status = outcome.status
         if item.retry and status == statuses.ERROR:
             # The retry loop gives a notification one more chance, then gives up on it.
@@ -355,6 +359,7 @@ class EngineService:
                 status,
             )
             return None
+        self._notify_outcome(fields, status, run.failure)
         metrics.recovery_finished(
             notification.type,
             outcome.recovery_method or "none",
@@ -362,6 +367,18 @@ class EngineService:
             self.clock.monotonic() - started,
         )
         return status
+
+    def _notify_outcome(
+        self, fields: dict[str, Any], status: str, failure: BaseException | None
+    ) -> None:
+        # As the reference: a failed recovery sends process.error (with why) instead of end.
+        if failure is None:
+            payload = notifier.notification_payload({**fields, "status": status})
+            self.notifier.emit("notification.process.end", payload)
+            return
+        fault = notifier.exception_payload(failure)
+        payload = notifier.notification_payload({**fields, "status": status}, fault)
+        self.notifier.emit("notification.process.error", payload, error=True)
 
     def _run(self, item: _Work) -> None:
         try:

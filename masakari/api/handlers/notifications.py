@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from masakari import exception, metrics
-from masakari.api import faults, handlers, outage, validation, views
+from masakari.api import faults, handlers, notify, outage, validation, views
 from masakari.api.request import ApiRequest, Reply, accepted, ok
 from masakari.api.schemas import notifications as schemas
 from masakari.ha import notifications as notifications_api
@@ -84,7 +84,11 @@ def _create(req: ApiRequest) -> Reply:
     req.can(policies.CREATE)
     data = body["notification"]
     validation.validate(schemas.PAYLOADS[data["type"]], data["payload"])
-    row = notifications_api.create(
-        req.state.db, req.state.conf.duplicate_notification_detection_interval, data
+    row = notify.notification_create(
+        req,
+        data,
+        lambda: notifications_api.create(
+            req.state.db, req.state.conf.duplicate_notification_detection_interval, data
+        ),
     )
     return accepted({"notification": views.notification(row)})

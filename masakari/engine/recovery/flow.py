@@ -119,6 +119,7 @@ def run_flow(run: RunContext, body: Callable[[], None]) -> str:
         raise
     except Exception as exc:
         LOG.error("Failed to process notification '%s'. Reason: %s", run.notification_uuid, exc)
+        run.failure = exc
         return statuses.ERROR
     return statuses.FINISHED
 
