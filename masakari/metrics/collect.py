@@ -1,7 +1,7 @@
 """What a scrape answers: the counted instruments, and gauges read from the database.
 
-The database gauges are computed when scraped, with three small queries (a count per status,
-the oldest ``new`` row, the engines' heartbeats), so that every API and engine reports the
+The database gauges are computed when scraped, with four small queries (a count per status,
+the oldest ``new`` and ``running`` rows, the engines' heartbeats), so that every API and engine reports the
 same numbers however many there are. A database that cannot be reached leaves those gauges
 out and says so in ``masakari_database_up``; the scrape itself still succeeds.
 """
@@ -87,6 +87,12 @@ class DatabaseCollector(Collector):
                     live, Notification.status == statuses.NEW
                 )
             ).scalar()
+            # A notification's updated_at moves when an engine claims it: "running since".
+            running_since = session.execute(
+                sa.select(sa.func.min(Notification.updated_at)).where(
+                    live, Notification.status == statuses.RUNNING
+                )
+            ).scalar()
             beats = engine_rows.latest(session, MAX_ENGINES)
         by_status = GaugeMetricFamily(
             "masakari_notifications", "Notifications in the database, by status.", labels=["status"]
@@ -106,6 +112,13 @@ class DatabaseCollector(Collector):
             "Age of the oldest notification still new (0 when none is).",
         )
         age.add_metric([], max((now - oldest).total_seconds(), 0.0) if oldest else 0.0)
+        running = GaugeMetricFamily(
+            "masakari_recovery_oldest_running_age_seconds",
+            "Time since the longest-running notification was claimed (0 when none runs).",
+        )
+        running.add_metric(
+            [], max((now - running_since).total_seconds(), 0.0) if running_since else 0.0
+        )
         heartbeat = GaugeMetricFamily(
             "masakari_engine_heartbeat_age_seconds",
             "Seconds since each engine last recorded that it is alive.",
@@ -114,7 +127,7 @@ class DatabaseCollector(Collector):
         for beat in beats:
             seconds = max((now - beat.heartbeat_at).total_seconds(), 0.0)
             heartbeat.add_metric([beat.engine, beat.host], seconds)
-        return [by_status, depth, age, heartbeat]
+        return [by_status, depth, age, running, heartbeat]
 
 
 class _Own(Collector):

@@ -104,6 +104,7 @@ def test_metrics_move_with_a_host_recovery() -> None:
                     assert time.monotonic() < deadline
                     time.sleep(0.1)
                 running = scrape_engine(port)
+                assert "masakari_recovery_oldest_running_age_seconds" in {k[0] for k in running}
             finally:
                 engine.stop(grace=2)
             api_after = scrape_api(dep)
@@ -118,6 +119,7 @@ def test_metrics_move_with_a_host_recovery() -> None:
         assert delta(api_before, api_after, "masakari_notifications", status="finished") == 1
         assert value(api_after, "masakari_queue_depth") == 0
         assert value(api_after, "masakari_queue_oldest_new_age_seconds") == 0
+        assert value(api_after, "masakari_recovery_oldest_running_age_seconds") == 0
         # The engine: one claim, one finished recovery of method auto, one evacuation.
         assert delta(engine_before, running, "masakari_engine_claims_total") == 1
         assert delta(engine_before, running, "masakari_engine_takeovers_total") == 0
