@@ -1,9 +1,10 @@
 """What a scrape answers: the counted instruments, and gauges read from the database.
 
-The database gauges are computed when scraped, with four small queries (a count per status,
-the oldest ``new`` and ``running`` rows, the engines' heartbeats), so that every API and engine reports the
-same numbers however many there are. A database that cannot be reached leaves those gauges
-out and says so in ``masakari_database_up``; the scrape itself still succeeds.
+The database gauges are computed when scraped, with four small queries (a count per
+status, the oldest ``new`` and ``running`` rows, the engines' heartbeats), so that every API
+and engine reports the same numbers however many there are. A database that cannot be
+reached leaves those gauges out and says so in ``masakari_database_up``; the scrape itself
+still succeeds.
 """
 
 from __future__ import annotations
