@@ -1,4 +1,5 @@
-"""masakari-manage: ``db sync [VERSION]``, ``db version``, ``db purge``, ``engine list``.
+"""masakari-manage: ``db sync [VERSION]``, ``db version``, ``db purge``, ``engine list``,
+``notification show UUID [--html FILE]``.
 
 Exit codes, as the reference's: 0 success; 1 the command refused its arguments or failed
 (database error, unknown revision); 2 bad usage or unreadable configuration files.
@@ -19,7 +20,7 @@ from oslo_db import exception as db_exc
 from sqlalchemy import exc as sa_exc
 
 from masakari import conf as masakari_conf
-from masakari import exception
+from masakari import exception, timeline
 from masakari.db import engines, migration, purge
 from masakari.db.database import Database
 from masakari.version import VERSION
@@ -121,9 +122,27 @@ def engine_list(conf: cfg.ConfigOpts) -> None:
         )
 
 
+def notification_show(conf: cfg.ConfigOpts) -> None:
+    """The recovery of one notification as a timeline; ``--html FILE`` also draws it."""
+    db = Database.from_conf(conf)
+    try:
+        with db.reader() as session:
+            found = timeline.load(session, conf.category.uuid)
+    except exception.NotificationNotFound as exc:
+        raise CommandError(str(exc)) from exc
+    finally:
+        db.dispose()
+    print(timeline.text(found), end="")
+    if conf.category.html:
+        with open(conf.category.html, "w", encoding="utf-8") as fh:
+            fh.write(timeline.html(found))
+        print(f"\ntimeline drawn in {conf.category.html}")
+
+
 COMMANDS: dict[str, dict[str, Callable[[cfg.ConfigOpts], None]]] = {
     "db": {"sync": db_sync, "version": db_version, "purge": db_purge},
     "engine": {"list": engine_list},
+    "notification": {"show": notification_show},
 }
 
 
@@ -149,6 +168,12 @@ def _add_engine_parsers(subparsers: Any) -> None:
     actions = engine.add_subparsers(dest="action")
     actions.required = True
     actions.add_parser("list", help="each engine and its last heartbeat")
+    notification = subparsers.add_parser("notification", help="one notification's recovery")
+    actions = notification.add_subparsers(dest="action")
+    actions.required = True
+    show = actions.add_parser("show", help="the recovery as a timeline")
+    show.add_argument("uuid", help="the notification's uuid")
+    show.add_argument("--html", metavar="FILE", help="also write the timeline as an HTML page")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -160,7 +185,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     if not argv:
         print(f"OpenStack masakari version: {VERSION}\n")
-        print("masakari-manage category action [<args>]\nAvailable categories:\n\tdb\n\tengine")
+        categories = "".join(f"\n\t{name}" for name in COMMANDS)
+        print(f"masakari-manage category action [<args>]\nAvailable categories:{categories}")
         return EXIT_USAGE
     try:
         conf(argv, project="masakari", prog="masakari-manage", version=VERSION)
