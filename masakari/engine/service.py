@@ -128,7 +128,11 @@ class EngineService:
 
     def start(self) -> None:
         LOG.info("masakari-engine %s starting", self.owner)
-        for target, name in ((self._loop, "engine-loop"), (self._heartbeat, "engine-claims")):
+        for target, name in (
+            (self._loop, "engine-loop"),
+            (self._heartbeat, "engine-claims"),
+            (self._liveness, "engine-heartbeat"),
+        ):
             thread = threading.Thread(target=target, name=name, daemon=True)
             thread.start()
             self._threads.append(thread)
@@ -396,10 +400,14 @@ class EngineService:
     # --- claims ----------------------------------------------------------------------------
 
     def _heartbeat(self) -> None:
-        self._guard(self.beat, proves_db_up=False)
         while not self._stopping.wait(self.renew_interval):
             # A round with nothing to renew does not reach the database: it proves nothing.
             self._guard(self.renew_claims, proves_db_up=False)
+
+    def _liveness(self) -> None:
+        # A thread of its own: a slow or locked heartbeat write must never delay a renewal.
+        self._guard(self.beat, proves_db_up=False)
+        while not self._stopping.wait(self.renew_interval):
             self._guard(self.beat, proves_db_up=False)
 
     def beat(self) -> None:
