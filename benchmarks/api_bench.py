@@ -1,7 +1,7 @@
 """API throughput and latency: masakari-api, and optionally the reference, in the same run.
 
     python benchmarks/api_bench.py [--reference-venv /work/ref-venv] [--requests 400]
-                                   [--concurrency 4]
+                                   [--concurrency 4] [--metrics]
 
 Each implementation gets a fresh SQLite database and auth_strategy = noauth2 (no Keystone
 round trip in the numbers), one API worker, and its engine (the project's masakari-engine;
@@ -11,7 +11,8 @@ switched off (notification_delay_max = 0) so that both do the same work.
 
 Scenarios: GET /v1/segments with 1, 100 and 1000 rows, GET one segment, POST a segment,
 POST a notification. Printed: requests/s, p50 and p99 latency (ms), and with a reference
-the ratio project/reference of requests/s.
+the ratio project/reference of requests/s. With --metrics the project runs twice, with
+[metrics] enabled off and on, and the ratio on/off is printed instead.
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ class Client:
 
 
 class Server:
-    def __init__(self, name: str, reference_venv: str | None) -> None:
+    def __init__(self, name: str, reference_venv: str | None, extra: str = "") -> None:
         self.name = name
         self.tmp = tempfile.mkdtemp(prefix=f"masakari-bench-{name}-")
         self.port = free_port()
@@ -94,6 +95,7 @@ class Server:
                 f"[database]\nconnection = sqlite:///{self.db_path}\n"
                 f"[taskflow]\nconnection = sqlite:///{self.tmp}/taskflow.db\n"
                 f"[oslo_concurrency]\nlock_path = {self.tmp}\n"
+                f"{extra}"
             )
         self.procs: list[subprocess.Popen[bytes]] = []
         log = open(os.path.join(self.tmp, "server.log"), "wb")
@@ -258,9 +260,11 @@ def measure(
     }
 
 
-def run(name: str, reference_venv: str | None, requests: int, concurrency: int) -> dict[str, Any]:
+def run(
+    name: str, reference_venv: str | None, requests: int, concurrency: int, extra: str = ""
+) -> dict[str, Any]:
     print(f"starting {name}...", file=sys.stderr)
-    server = Server(name, reference_venv)
+    server = Server(name, reference_venv, extra)
     try:
         ids = seed(server)
         results = {}
@@ -273,19 +277,44 @@ def run(name: str, reference_venv: str | None, requests: int, concurrency: int) 
         server.stop()
 
 
+def best(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """Per scenario, the run with more requests/s."""
+    return {label: max(a[label], b[label], key=lambda r: r["rps"]) for label in a}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--reference-venv", help="virtualenv of the reference (masakari 22.0.0)")
     parser.add_argument("--requests", type=int, default=400)
     parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument(
+        "--metrics", action="store_true", help="compare the project with metrics off and on"
+    )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="with --metrics: alternate off and on this many times, keep each one's best",
+    )
     args = parser.parse_args()
     project = run("project", None, args.requests, args.concurrency)
     reference = None
-    if args.reference_venv:
+    if args.metrics:
+        on = "[metrics]\nenabled = true\n"
+        reference = project
+        project = run("project+metrics", None, args.requests, args.concurrency, on)
+        # On a shared machine one run's noise dwarfs the difference: best of several.
+        for _ in range(args.rounds - 1):
+            reference = best(reference, run("project", None, args.requests, args.concurrency))
+            project = best(
+                project, run("project+metrics", None, args.requests, args.concurrency, on)
+            )
+    elif args.reference_venv:
         reference = run("reference", args.reference_venv, args.requests, args.concurrency)
     header = f"{'scenario':<22}{'req/s':>9}{'p50 ms':>9}{'p99 ms':>9}"
     if reference:
-        header += f"{'ref req/s':>11}{'ref p50':>9}{'ref p99':>9}{'ratio':>8}"
+        base = "off" if args.metrics else "ref"
+        header += f"{base + ' req/s':>11}{base + ' p50':>9}{base + ' p99':>9}{'ratio':>8}"
     print(header)
     for label, mine in project.items():
         line = f"{label:<22}{mine['rps']:>9.0f}{mine['p50']:>9.1f}{mine['p99']:>9.1f}"

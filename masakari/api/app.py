@@ -22,6 +22,8 @@ from masakari.api.handlers.versions import VersionsApp
 from masakari.api.state import AppState, make_state
 from masakari.api.urlmap import URLMap
 from masakari.db.database import Database
+from masakari.metrics import serve
+from masakari.policies import metrics as metrics_policies
 
 LOG = logging.getLogger(__name__)
 
@@ -62,13 +64,14 @@ def build(
     if paste_file is not None:
         LOG.info("Loading the API pipelines of %s", paste_file)
         return pasteload.load(paste_file, state)
-    return URLMap(
-        {
-            "/v1": v1_app(state),
-            "/healthcheck": healthcheck_app(conf, state.db),
-            "": _wrap(VersionsApp(state), ROOT_PIPELINE, state),
-        }
-    )
+    mounts = {
+        "/v1": v1_app(state),
+        "/healthcheck": healthcheck_app(conf, state.db),
+        "": _wrap(VersionsApp(state), ROOT_PIPELINE, state),
+    }
+    if conf.metrics.enabled:
+        mounts["/metrics"] = metrics_app(state)
+    return URLMap(mounts)
 
 
 def paste_config_file(conf: cfg.ConfigOpts) -> str | None:
@@ -85,6 +88,19 @@ def v1_app(state: AppState) -> WSGIApp:
     pipeline = V1_PIPELINES[state.conf.auth_strategy]
     app: WSGIApp = router.Router(state, state.conf.osapi_v1.project_id_regex)
     return _wrap(app, pipeline, state)
+
+
+def metrics_app(state: AppState) -> WSGIApp:
+    """GET /metrics behind the /v1 pipeline: the same authentication, then its own rule.
+
+    The rule is registered here, not among the defaults the policy entry point lists, so
+    that at default options the rules are exactly the reference's.
+    """
+    if metrics_policies.SHOW not in state.enforcer.registered_rules:
+        state.enforcer.register_defaults(metrics_policies.RULES)
+        state.enforcer.load_rules(force_reload=True)
+    app: WSGIApp = serve.MetricsApp(lambda: state.db)
+    return _wrap(app, V1_PIPELINES[state.conf.auth_strategy], state)
 
 
 def _wrap(app: WSGIApp, pipeline: tuple[str, ...], state: AppState) -> WSGIApp:

@@ -12,6 +12,7 @@ from masakari import policy
 from masakari.compute import nova
 from masakari.db.database import Database
 from masakari.engine import wakeup
+from masakari.notifier import Notifier
 
 
 @dataclasses.dataclass
@@ -22,6 +23,7 @@ class AppState:
     db: Database
     enforcer: oslo_policy.Enforcer
     check_compute: Callable[[str], None]
+    notifier: Notifier
     # Called with a notification's uuid once its row is committed (transport_url set).
     wake_engine: wakeup.Wake = wakeup.nothing
 
@@ -46,4 +48,5 @@ def make_state(
         enforcer=policy.make_enforcer(conf),
         check_compute=check_compute or nova_compute_check(conf),
         wake_engine=wakeup.sender(conf),
+        notifier=Notifier(conf, "masakari-api"),
     )

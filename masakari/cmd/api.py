@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from masakari import conf as masakari_conf
 from masakari.api import app as api_app
 from masakari.db.database import Database
+from masakari.metrics import multiproc
 from masakari.server import settings
 from masakari.server.application import APIServer
 
@@ -36,6 +37,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         LOG.error("Failed to start masakari-api: %s", exc)
         return 1
+    multiproc.prepare(conf)
     APIServer(conf).run()
     return 0
 

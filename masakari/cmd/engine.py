@@ -15,8 +15,9 @@ from masakari import conf as masakari_conf
 from masakari import exception
 from masakari.compute import nova
 from masakari.db.database import Database
-from masakari.engine import tasks
+from masakari.engine import logtag, tasks
 from masakari.engine.service import EngineService
+from masakari.metrics import serve
 
 LOG = logging.getLogger(__name__)
 
@@ -27,6 +28,7 @@ LOCK_WAIT = 5.0
 def main(argv: list[str] | None = None) -> int:
     conf = masakari_conf.load(sys.argv[1:] if argv is None else argv, prog="masakari-engine")
     masakari_conf.setup_logging(conf)
+    logtag.install()
     if conf.taskflow.connection:
         LOG.debug("[taskflow]/connection is ignored: progress lives in the main database")
     db = Database.from_conf(conf)
@@ -50,6 +52,8 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    if conf.metrics.engine_port:
+        serve.start_listener(conf, conf.metrics.engine_port, lambda: db)
     service.start()
     try:
         while not stop.wait(1.0):

@@ -1,5 +1,6 @@
-"""masakari-manage: ``db sync [VERSION]``, ``db version``, ``db purge``, and the project's
-``notification release|cancel UUID`` (held notifications).
+"""masakari-manage: ``db sync [VERSION]``, ``db version``, ``db purge``, ``engine list``,
+``notification show UUID [--html FILE]``, and the project's ``notification release|cancel
+UUID`` (held notifications), ``host plan HOST`` and ``segment check [SEGMENT]``.
 
 Exit codes, as the reference's: 0 success; 1 the command refused its arguments or failed
 (database error, unknown revision); 2 bad usage or unreadable configuration files.
@@ -7,6 +8,7 @@ Exit codes, as the reference's: 0 success; 1 the command refused its arguments o
 
 from __future__ import annotations
 
+import datetime
 import json
 import logging
 import os
@@ -21,9 +23,9 @@ from oslo_db import exception as db_exc
 from sqlalchemy import exc as sa_exc
 
 from masakari import conf as masakari_conf
-from masakari import exception
+from masakari import exception, timeline
 from masakari.conf import paths
-from masakari.db import migration, purge
+from masakari.db import engines, migration, purge
 from masakari.db.database import Database
 from masakari.ha import notifications as notifications_api
 from masakari.version import VERSION
@@ -218,11 +220,71 @@ def _add_planning_parsers(subparsers: Any) -> None:
     check.add_argument("segment", nargs="?", default=None, help="uuid or name (default: all)")
 
 
+# Engines listed by ``engine list``; engines.FORGET_AFTER keeps the table far smaller.
+MAX_ENGINES = 1000
+
+
+def engine_list(conf: cfg.ConfigOpts) -> None:
+    """Every engine that recorded a heartbeat, the most recently alive first.
+
+    An engine is ``alive`` while its last heartbeat is younger than engine_claim_timeout:
+    past that its claims have expired too, and other engines take its work over.
+    """
+    db = Database.from_conf(conf)
+    try:
+        with db.reader() as session:
+            rows = engines.latest(session, MAX_ENGINES)
+    finally:
+        db.dispose()
+    now = datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
+    table = [("engine", "host", "started", "last heartbeat", "age (s)", "state")]
+    for row in rows:
+        age = max((now - row.heartbeat_at).total_seconds(), 0.0)
+        state = "alive" if age < conf.engine_claim_timeout else "stale"
+        table.append(
+            (
+                row.engine,
+                row.host,
+                row.started_at.isoformat(sep=" ", timespec="seconds"),
+                row.heartbeat_at.isoformat(sep=" ", timespec="seconds"),
+                f"{age:.0f}",
+                state,
+            )
+        )
+    widths = [max(len(line[i]) for line in table) for i in range(len(table[0]))]
+    for line in table:
+        print(
+            "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
+        )
+
+
+def notification_show(conf: cfg.ConfigOpts) -> None:
+    """The recovery of one notification as a timeline; ``--html FILE`` also draws it."""
+    db = Database.from_conf(conf)
+    try:
+        with db.reader() as session:
+            found = timeline.load(session, conf.category.uuid)
+    except exception.NotificationNotFound as exc:
+        raise CommandError(str(exc)) from exc
+    finally:
+        db.dispose()
+    print(timeline.text(found), end="")
+    if conf.category.html:
+        with open(conf.category.html, "w", encoding="utf-8") as fh:
+            fh.write(timeline.html(found))
+        print(f"\ntimeline drawn in {conf.category.html}")
+
+
 COMMANDS: dict[str, dict[str, Callable[[cfg.ConfigOpts], None]]] = {
     "db": {"sync": db_sync, "version": db_version, "purge": db_purge},
-    "notification": {"release": notification_release, "cancel": notification_cancel},
+    "notification": {
+        "release": notification_release,
+        "cancel": notification_cancel,
+        "show": notification_show,
+    },
     "host": {"plan": host_plan},
     "segment": {"check": segment_check},
+    "engine": {"list": engine_list},
 }
 
 
@@ -240,14 +302,21 @@ def _add_parsers(subparsers: Any) -> None:  # argparse's _SubParsersAction is pr
     purge_parser.add_argument(
         "--max_rows", type=int, default=-1, help="at most this many rows per table (-1: all)"
     )
-    notification = subparsers.add_parser("notification", help="held notifications")
+    notification = subparsers.add_parser("notification", help="one notification")
     verbs = notification.add_subparsers(dest="action")
     verbs.required = True
     for verb, text in (("release", "let the engine recover"), ("cancel", "end, unrecovered")):
         verb_parser = verbs.add_parser(verb, help=f"{text} a held notification")
         verb_parser.add_argument("notification_uuid", help="the notification's uuid")
+    show = verbs.add_parser("show", help="the recovery as a timeline")
+    show.add_argument("uuid", help="the notification's uuid")
+    show.add_argument("--html", metavar="FILE", help="also write the timeline as an HTML page")
 
     _add_planning_parsers(subparsers)
+    engine = subparsers.add_parser("engine", help="the masakari-engine processes")
+    actions = engine.add_subparsers(dest="action")
+    actions.required = True
+    actions.add_parser("list", help="each engine and its last heartbeat")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -259,7 +328,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     if not argv:
         print(f"OpenStack masakari version: {VERSION}\n")
-        print("masakari-manage category action [<args>]\nAvailable categories:\n\tdb")
+        categories = "".join(f"\n\t{name}" for name in COMMANDS)
+        print(f"masakari-manage category action [<args>]\nAvailable categories:{categories}")
         return EXIT_USAGE
     try:
         conf(argv, project="masakari", prog="masakari-manage", version=VERSION)

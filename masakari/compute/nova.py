@@ -22,6 +22,7 @@ import contextvars
 import dataclasses
 import logging
 import os
+import re
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
@@ -38,7 +39,7 @@ from keystoneauth1 import plugin as ks_plugin
 from keystoneauth1 import session as ks_session
 from oslo_config import cfg
 
-from masakari import exception
+from masakari import exception, metrics
 
 LOG = logging.getLogger(__name__)
 
@@ -486,6 +487,10 @@ class NovaClient:
             kwargs["json"] = body
         if query:
             kwargs["params"] = list(query)
+        with metrics.nova_request(operation_name(method, path, body)):
+            return self._send(method, path, kwargs)
+
+    def _send(self, method: str, path: str, kwargs: dict[str, Any]) -> Any:
         try:
             resp = self._adapter.request(
                 path,
@@ -516,6 +521,18 @@ class NovaClient:
                 f"Nova answered {method} {path} with a body that is not JSON.",
                 status=resp.status_code,
             ) from exc
+
+
+_ID_SEGMENT = re.compile(r"/(servers|os-services|os-aggregates)/[^/]+")
+
+
+def operation_name(method: str, path: str, body: Any = None) -> str:
+    """A metric label of bounded cardinality: ``GET /servers/{id}``, or the action's name
+    (``evacuate``, ``os-start``) for a server or aggregate action."""
+    if path.endswith("/action") and isinstance(body, dict) and len(body) == 1:
+        return str(next(iter(body)))
+    template = _ID_SEGMENT.sub(r"/\1/{id}", path.split("?", 1)[0])
+    return f"{method} {template}"
 
 
 def _auth_type(conf: cfg.ConfigOpts) -> str:

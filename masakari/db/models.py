@@ -250,5 +250,16 @@ class NotificationFailure(Base):
     reason: Mapped[str] = mapped_column(Text, nullable=False)
 
 
+class EngineHeartbeat(Base):
+    """A running engine (its claim owner id) and when it last said it was alive."""
+
+    __tablename__ = "masakari_engine_heartbeats"
+
+    engine: Mapped[str] = mapped_column(String(255), primary_key=True)
+    host: Mapped[str] = mapped_column(String(255), nullable=False)
+    started_at: Mapped[datetime.datetime] = mapped_column(DateTime, nullable=False)
+    heartbeat_at: Mapped[datetime.datetime] = mapped_column(DateTime, nullable=False)
+
+
 Index("recovery_tasks_notification_idx", RecoveryTask.notification_uuid)
 Index("instance_locks_notification_idx", InstanceLock.notification_uuid)

@@ -32,6 +32,8 @@ class RunContext:
     effects: Effects
     clock: Clock
     cancel: threading.Event = dataclasses.field(default_factory=threading.Event)
+    # Why the flow failed, when it did: for the versioned process.error notification.
+    failure: BaseException | None = None
 
     @property
     def notification_uuid(self) -> str:

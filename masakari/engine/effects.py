@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 from sqlalchemy import orm
 
-from masakari import exception
+from masakari import exception, metrics
 from masakari.compute.nova import send_guard
 from masakari.db import claims, failures, hosts, instances, progress, vmoves
 from masakari.db import statuses as st
@@ -81,6 +81,9 @@ class Effects:
         self.notification_uuid = notification_uuid
         # Reads need no fence, but a run whose lease is over has no business with Nova.
         self.reads = LeasedReads(nova, lease)
+        # When the failure was reported (the notification's generated_time), for the
+        # report-to-first-evacuation metric; None once observed in this run.
+        self.reported_at: datetime.datetime | None = None
 
     # --- the fence ---------------------------------------------------------------------------
 
@@ -191,6 +194,8 @@ class Effects:
 
     def update_vmove(self, vmove_id: int, **values: Any) -> None:
         self._write(lambda session: vmoves.update(session, vmove_id, values))
+        if "status" in values:
+            metrics.vmove_written(values["status"])
 
     def put_plan(self, instance_uuid: str, plan: Plan) -> Plan:
         """Record how the instance was found; the first record wins and is returned."""
@@ -297,6 +302,9 @@ class Effects:
         )
 
     def evacuate(self, instance_uuid: str, host: str | None) -> None:
+        if self.reported_at is not None:
+            metrics.first_evacuation((self._clock.now() - self.reported_at).total_seconds())
+            self.reported_at = None
         self._nova_call(lambda: self._nova.evacuate(instance_uuid, host=host))
 
     def add_host_to_aggregate(self, aggregate_id: Any, host: str) -> None:

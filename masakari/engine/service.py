@@ -23,11 +23,11 @@ from typing import Any
 
 from oslo_config import cfg
 
-from masakari import coordination, exception
-from masakari.db import claims, database, queue, statuses
+from masakari import coordination, exception, metrics, notifier
+from masakari.db import claims, database, engines, queue, statuses
 from masakari.db.database import Database, transaction
 from masakari.db.queue import Candidate
-from masakari.engine import tasks, wakeup
+from masakari.engine import logtag, tasks, wakeup
 from masakari.engine.context import RunContext
 from masakari.engine.effects import Effects
 from masakari.engine.errors import Cancelled
@@ -106,6 +106,7 @@ class EngineService:
         # takes them over once they expire like any other engine would.
         self.owner = owner or f"{conf.host}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.flows = flows or tasks.load_flows(conf)
+        self.notifier = notifier.Notifier(conf, "masakari-engine")
         self.renew_interval, self.lease_term = lease_timing(conf)
         self.workers = workers
         self.retry_workers = retry_workers
@@ -132,7 +133,11 @@ class EngineService:
 
     def start(self) -> None:
         LOG.info("masakari-engine %s starting", self.owner)
-        for target, name in ((self._loop, "engine-loop"), (self._heartbeat, "engine-claims")):
+        for target, name in (
+            (self._loop, "engine-loop"),
+            (self._heartbeat, "engine-claims"),
+            (self._liveness, "engine-heartbeat"),
+        ):
             thread = threading.Thread(target=target, name=name, daemon=True)
             thread.start()
             self._threads.append(thread)
@@ -165,6 +170,10 @@ class EngineService:
         if left:
             self._release(left)
         self._pool.shutdown(wait=False, cancel_futures=True)
+        try:
+            transaction(self.db, lambda s: engines.forget(s, self.owner))
+        except database.DB_ERRORS as exc:
+            LOG.warning("Could not remove this engine's heartbeat: %s", exc)
         LOG.info("masakari-engine %s stopped", self.owner)
 
     # --- the loop --------------------------------------------------------------------------
@@ -293,6 +302,7 @@ class EngineService:
             return claims.ClaimResult.GONE
         if result == claims.ClaimResult.CLAIMED:
             LOG.info("Claimed notification %s (%s)", row.notification_uuid, row.status)
+            metrics.claim_taken()
             self._start(row.notification_uuid, token, started, retry)
         return result
 
@@ -319,8 +329,12 @@ class EngineService:
         if notification is None or notification.status != statuses.RUNNING:
             self._release({notification_uuid: item.token})
             return None
+        fields = notifier.notification_fields(notification)
+        self.notifier.emit("notification.process.start", notifier.notification_payload(fields))
         effects = Effects(self.db, self.nova, self.clock, item.lease, notification_uuid)
+        effects.reported_at = notification.generated_time
         run = RunContext(conf=self.conf, effects=effects, clock=self.clock, cancel=item.cancel)
+        started = self.clock.monotonic()
         try:
             outcome = dispatch.recover(run, self.flows, notification)
         except LeaseLost:
@@ -334,9 +348,10 @@ class EngineService:
             LOG.warning("Recovery of notification %s stopped before its end", notification_uuid)
             self._release({notification_uuid: item.token})
             return None
-        except Exception:
+        except Exception as exc:
             LOG.exception("Recovery of notification %s failed", notification_uuid)
             outcome = dispatch.Outcome(statuses.ERROR)
+            run.failure = exc
         status = outcome.status
         if item.retry and status == statuses.ERROR:
             # The retry loop gives a notification one more chance, then gives up on it.
@@ -361,11 +376,31 @@ class EngineService:
                 status,
             )
             return None
+        self._notify_outcome(fields, status, run.failure)
+        metrics.recovery_finished(
+            notification.type,
+            outcome.recovery_method or "none",
+            status,
+            self.clock.monotonic() - started,
+        )
         return status
+
+    def _notify_outcome(
+        self, fields: dict[str, Any], status: str, failure: BaseException | None
+    ) -> None:
+        # As the reference: a failed recovery sends process.error (with why) instead of end.
+        if failure is None:
+            payload = notifier.notification_payload({**fields, "status": status})
+            self.notifier.emit("notification.process.end", payload)
+            return
+        fault = notifier.exception_payload(failure)
+        payload = notifier.notification_payload({**fields, "status": status}, fault)
+        self.notifier.emit("notification.process.error", payload, error=True)
 
     def _run(self, item: _Work) -> None:
         try:
-            self.process(item)
+            with logtag.recovery(item.notification_uuid, self.owner):
+                self.process(item)
         except Exception:
             LOG.exception("Engine failed to finish notification %s", item.notification_uuid)
         finally:
@@ -381,6 +416,17 @@ class EngineService:
         while not self._stopping.wait(self.renew_interval):
             # A round with nothing to renew does not reach the database: it proves nothing.
             self._guard(self.renew_claims, proves_db_up=False)
+
+    def _liveness(self) -> None:
+        # A thread of its own: a slow or locked heartbeat write must never delay a renewal.
+        self._guard(self.beat, proves_db_up=False)
+        while not self._stopping.wait(self.renew_interval):
+            self._guard(self.beat, proves_db_up=False)
+
+    def beat(self) -> None:
+        """Say this engine is alive (masakari-manage engine list, the heartbeat metric)."""
+        now = self.clock.now()
+        transaction(self.db, lambda s: engines.beat(s, self.owner, self.conf.host, now))
 
     def renew_claims(self) -> None:
         """Push our claims' expiry back; a claim found lost stops its recovery at once.
@@ -446,6 +492,7 @@ class EngineService:
                     "Took over notification %s: its engine stopped renewing its claim",
                     notification_uuid,
                 )
+                metrics.takeover()
                 self._start(notification_uuid, token, started, retry=False)
 
     def _take_over_expired(self) -> None:

@@ -9,6 +9,8 @@ from oslo_config import cfg
 from oslo_middleware import opts as middleware_opts
 
 from masakari.api import app as api_app
+from masakari.db.database import Database
+from masakari.metrics import multiproc, serve
 from masakari.server import bridge, settings
 
 
@@ -21,8 +23,18 @@ class APIServer(BaseApplication):  # type: ignore[misc]  # gunicorn is untyped
 
     def load_config(self) -> None:
         values = settings.gunicorn_settings(self.conf)
+        if multiproc.wanted(self.conf):
+            values["child_exit"] = lambda _arbiter, worker: multiproc.worker_exited(worker.pid)
+        if self.conf.metrics.api_port:
+            values["when_ready"] = self._serve_metrics
         for name, value in values.items():
             self.cfg.set(name, value)
+
+    def _serve_metrics(self, _arbiter: Any) -> None:
+        # In the arbiter: it outlives every worker and reads all their files.
+        serve.start_listener(
+            self.conf, self.conf.metrics.api_port, lambda: Database.from_conf(self.conf)
+        )
 
     def load(self) -> Any:
         return bridge.WSGIBridge(

@@ -30,6 +30,7 @@ PROJECT_TABLES = (
     "masakari_instance_plans",
     "masakari_notification_holds",
     "masakari_notification_failures",
+    "masakari_engine_heartbeats",
 )
 
 

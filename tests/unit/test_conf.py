@@ -55,6 +55,10 @@ PROJECT_ONLY = {
     ("host_failure", "order_by_priority"): ("boolean value", False, None),
     ("host_failure", "priority_instance_metadata_key"): ("string value", "HA_Priority", None),
     ("host_failure", "capacity_aware_targets"): ("boolean value", False, None),
+    ("metrics", "enabled"): ("boolean value", False, None),
+    ("metrics", "listen"): ("host address value", "127.0.0.1", None),
+    ("metrics", "api_port"): ("port value", None, 0),
+    ("metrics", "engine_port"): ("port value", None, 0),
 }
 
 # Defaults that depend on the machine; config-options.json holds the

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from masakari.api import handlers, microversion, views
+from masakari.api import handlers, microversion, notify, views
 from masakari.api.request import ApiRequest, Reply, created, no_content, ok
 from masakari.api.schemas import hosts as schemas
 from masakari.compute import nova, placement
@@ -45,8 +45,12 @@ def create(req: ApiRequest) -> Reply:
     """POST .../hosts: 201 with the host; Nova must know a nova-compute on that host."""
     body = req.validated(schemas.CREATE)
     req.can(policies.CREATE)
-    row = hosts_api.create(
-        req.state.db, req.state.check_compute, req.route_args["segment_id"], body["host"]
+    segment_uuid = req.route_args["segment_id"]
+    row = notify.host_create(
+        req,
+        segment_uuid,
+        body["host"],
+        lambda: hosts_api.create(req.state.db, req.state.check_compute, segment_uuid, body["host"]),
     )
     return created({"host": views.host(row)})
 
@@ -55,12 +59,15 @@ def update(req: ApiRequest) -> Reply:
     """PUT .../hosts/{id}: 200 with the host; a new name is checked with Nova; 409 in use."""
     body = req.validated(schemas.UPDATE)
     req.can(policies.UPDATE)
-    row = hosts_api.update(
-        req.state.db,
-        req.state.check_compute,
-        req.route_args["segment_id"],
-        req.route_args["id"],
-        body["host"],
+    segment_uuid, host_uuid = req.route_args["segment_id"], req.route_args["id"]
+    row = notify.host_change(
+        req,
+        "update",
+        segment_uuid,
+        host_uuid,
+        lambda: hosts_api.update(
+            req.state.db, req.state.check_compute, segment_uuid, host_uuid, body["host"]
+        ),
     )
     return ok({"host": views.host(row)})
 
@@ -68,7 +75,14 @@ def update(req: ApiRequest) -> Reply:
 def delete(req: ApiRequest) -> Reply:
     """DELETE .../hosts/{id}: 204; 409 while its segment is in use."""
     req.can(policies.DELETE)
-    hosts_api.delete(req.state.db, req.route_args["segment_id"], req.route_args["id"])
+    segment_uuid, host_uuid = req.route_args["segment_id"], req.route_args["id"]
+    notify.host_change(
+        req,
+        "delete",
+        segment_uuid,
+        host_uuid,
+        lambda: hosts_api.delete(req.state.db, segment_uuid, host_uuid),
+    )
     return no_content()
 
 

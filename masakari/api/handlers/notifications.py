@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from masakari import exception
-from masakari.api import handlers, validation, views
+from masakari import exception, metrics
+from masakari.api import faults, handlers, notify, outage, validation, views
 from masakari.api.request import ApiRequest, Reply, accepted, ok
 from masakari.api.schemas import notifications as schemas
 from masakari.ha import notifications as notifications_api
@@ -71,6 +71,35 @@ def show(req: ApiRequest) -> Reply:
 
 
 def create(req: ApiRequest) -> Reply:
+    """POST /v1/notifications, counted by type and answer (masakari_notifications_received)."""
+    try:
+        reply = _create(req)
+    except Exception as exc:
+        metrics.notification_received(_reported_type(req), _answer_code(exc))
+        raise
+    metrics.notification_received(_reported_type(req), reply.status)
+    return reply
+
+
+def _answer_code(exc: Exception) -> int:
+    # As faults.status_and_message decides, without its side effects (outage bookkeeping).
+    if outage.is_unreachable(exc):
+        return 503
+    for cls in type(exc).__mro__:
+        if cls in faults.STATUSES:
+            return faults.STATUSES[cls]
+    return 500
+
+
+def _reported_type(req: ApiRequest) -> str:
+    # A bounded label: only the three types the schema accepts, whatever a client sends.
+    body = getattr(req, "body_data", None)
+    data = body.get("notification") if isinstance(body, dict) else None
+    kind = data.get("type") if isinstance(data, dict) else None
+    return kind if kind in schemas.PAYLOADS else "invalid"
+
+
+def _create(req: ApiRequest) -> Reply:
     """POST /v1/notifications: 202 with the notification in status new.
 
     The envelope is validated before the policy check, the payload of its type after.
@@ -79,12 +108,24 @@ def create(req: ApiRequest) -> Reply:
     req.can(policies.CREATE)
     data = body["notification"]
     validation.validate(schemas.PAYLOADS[data["type"]], data["payload"])
-    row, hold_reason = notifications_api.record(
-        req.state.db,
-        req.state.conf.duplicate_notification_detection_interval,
+    held: list[str | None] = []
+
+    def record() -> Any:
+        row, reason = notifications_api.record(
+            req.state.db,
+            req.state.conf.duplicate_notification_detection_interval,
+            data,
+            notifications_api.Rules.from_conf(req.state.conf),
+        )
+        held.append(reason)
+        return row
+
+    row = notify.notification_create(
+        req,
         data,
-        notifications_api.Rules.from_conf(req.state.conf),
+        record,
     )
+    hold_reason = held[0]
     req.state.wake_engine(row.notification_uuid)
     if req.at_least("1.4"):
         return accepted(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from masakari.api import handlers, microversion, views
+from masakari.api import handlers, microversion, notify, views
 from masakari.api.request import ApiRequest, Reply, created, no_content, ok
 from masakari.api.schemas import segments as schemas
 from masakari.compute import nova, placement
@@ -38,21 +38,27 @@ def create(req: ApiRequest) -> Reply:
     """POST /v1/segments: 201 with the segment (enabled accepted from 1.2)."""
     body = req.validated(schemas.CREATE)
     req.can(policies.CREATE)
-    return created({"segment": views.segment(segments_api.create(req.state.db, body["segment"]))})
+    data = body["segment"]
+    row = notify.segment_create(req, data, lambda: segments_api.create(req.state.db, data))
+    return created({"segment": views.segment(row)})
 
 
 def update(req: ApiRequest) -> Reply:
     """PUT /v1/segments/{id}: 200 with the segment; 409 while in use."""
     body = req.validated(schemas.UPDATE)
     req.can(policies.UPDATE)
-    row = segments_api.update(req.state.db, req.route_args["id"], body["segment"])
+    uuid = req.route_args["id"]
+    row = notify.segment_change(
+        req, "update", uuid, lambda: segments_api.update(req.state.db, uuid, body["segment"])
+    )
     return ok({"segment": views.segment(row)})
 
 
 def delete(req: ApiRequest) -> Reply:
     """DELETE /v1/segments/{id}: 204; its hosts are deleted with it; 409 while in use."""
     req.can(policies.DELETE)
-    segments_api.delete(req.state.db, req.route_args["id"])
+    uuid = req.route_args["id"]
+    notify.segment_change(req, "delete", uuid, lambda: segments_api.delete(req.state.db, uuid))
     return no_content()
 
 

@@ -21,6 +21,8 @@ SEGMENT_DISABLED_MESSAGE = "Recovery aboart: the segment HA is disabled."
 class Outcome:
     status: str
     message: str | None = None
+    # The source host's segment's method, for the recovery duration metric.
+    recovery_method: str | None = None
 
 
 def recover(run: RunContext, flows: FlowTasks, notification: NotificationData) -> Outcome:
@@ -40,7 +42,7 @@ def recover(run: RunContext, flows: FlowTasks, notification: NotificationData) -
             notification.notification_uuid,
             notification.type,
         )
-        return Outcome(statuses.IGNORED, SEGMENT_DISABLED_MESSAGE)
+        return Outcome(statuses.IGNORED, SEGMENT_DISABLED_MESSAGE, source.recovery_method)
 
     LOG.info(
         "Processing notification %s of type: %s",
@@ -56,6 +58,6 @@ def recover(run: RunContext, flows: FlowTasks, notification: NotificationData) -
         status = instance.handle(run, flows, text)
     else:
         LOG.warning("Notification %s has an unknown type %s", notification.notification_uuid, kind)
-        return Outcome(statuses.IGNORED)
+        return Outcome(statuses.IGNORED, recovery_method=source.recovery_method)
     # The engine logs the outcome: only it knows whether an error is final (a retry) or not.
-    return Outcome(status)
+    return Outcome(status, recovery_method=source.recovery_method)

@@ -123,6 +123,7 @@ def run_flow(run: RunContext, body: Callable[[], None]) -> str:
     except Exception as exc:
         LOG.error("Failed to process notification '%s'. Reason: %s", run.notification_uuid, exc)
         run.effects.record_failure(failure_reason(exc))
+        run.failure = exc
         return statuses.ERROR
     return statuses.FINISHED
 

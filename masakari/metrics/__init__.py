@@ -1,0 +1,140 @@
+"""Prometheus metrics: what the API and the engines count, and the calls that count it.
+
+The instruments are created on first use, not at import: in masakari-api's worker processes
+they must be multi-process values (masakari.metrics.multiproc sets that up before any is
+created). Counting is always on, it costs a lock and an addition; whether anyone can read the
+numbers is the [metrics] options' business (docs/operations.md, "Monitoring").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import os
+import time
+from collections.abc import Iterator
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+
+# Recoveries take seconds (a restarted VM) to an hour (a host of many instances).
+RECOVERY_BUCKETS = (1, 5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600, float("inf"))
+# Nova answers in milliseconds, or after its timeout (nova_api_timeout, 60 s by default).
+NOVA_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, float("inf"))
+
+# Holds the instruments of a single-process service (an engine, a one-process API); in
+# multi-process mode the values live in files and this registry stays empty.
+OWN = CollectorRegistry(auto_describe=True)
+
+
+@dataclasses.dataclass(frozen=True)
+class Instruments:
+    notifications_received: Counter
+    recovery_duration: Histogram
+    first_evacuation: Histogram
+    vmoves: Counter
+    nova_requests: Histogram
+    nova_errors: Counter
+    claims: Counter
+    takeovers: Counter
+
+
+def multiprocess() -> bool:
+    return bool(os.environ.get(MULTIPROC_ENV))
+
+
+@functools.cache
+def instruments() -> Instruments:
+    registry = None if multiprocess() else OWN
+    return Instruments(
+        notifications_received=Counter(
+            "masakari_notifications_received",
+            "POST /v1/notifications answered, by notification type and HTTP status.",
+            ["type", "code"],
+            registry=registry,
+        ),
+        recovery_duration=Histogram(
+            "masakari_recovery_duration_seconds",
+            "Time an engine spent on one recovery, by type, recovery method and outcome.",
+            ["type", "recovery_method", "status"],
+            buckets=RECOVERY_BUCKETS,
+            registry=registry,
+        ),
+        first_evacuation=Histogram(
+            "masakari_recovery_first_evacuation_seconds",
+            "Time from a host failure's report (its notification's creation) to the first "
+            "evacuation request sent to Nova.",
+            buckets=RECOVERY_BUCKETS,
+            registry=registry,
+        ),
+        vmoves=Counter(
+            "masakari_vmoves",
+            "Instance moves (vmoves) written, by the status they were given.",
+            ["status"],
+            registry=registry,
+        ),
+        nova_requests=Histogram(
+            "masakari_nova_request_duration_seconds",
+            "Requests sent to Nova, by operation, and how long each took.",
+            ["operation"],
+            buckets=NOVA_BUCKETS,
+            registry=registry,
+        ),
+        nova_errors=Counter(
+            "masakari_nova_request_errors",
+            "Requests to Nova that failed, by operation and HTTP status ('none': no answer).",
+            ["operation", "code"],
+            registry=registry,
+        ),
+        claims=Counter(
+            "masakari_engine_claims",
+            "Notifications an engine claimed to recover (new ones and retries).",
+            registry=registry,
+        ),
+        takeovers=Counter(
+            "masakari_engine_takeovers",
+            "Notifications an engine took over from an engine that stopped renewing its claim.",
+            registry=registry,
+        ),
+    )
+
+
+def notification_received(kind: str, code: int) -> None:
+    instruments().notifications_received.labels(kind, str(code)).inc()
+
+
+def recovery_finished(kind: str, recovery_method: str, status: str, seconds: float) -> None:
+    instruments().recovery_duration.labels(kind, recovery_method, status).observe(seconds)
+
+
+def first_evacuation(seconds: float) -> None:
+    instruments().first_evacuation.observe(max(seconds, 0.0))
+
+
+def vmove_written(status: str) -> None:
+    instruments().vmoves.labels(status).inc()
+
+
+def claim_taken() -> None:
+    instruments().claims.inc()
+
+
+def takeover() -> None:
+    instruments().takeovers.inc()
+
+
+@contextlib.contextmanager
+def nova_request(operation: str) -> Iterator[None]:
+    """Time one request to Nova; an exception counts as an error (with its HTTP status)."""
+    started = time.monotonic()
+    try:
+        yield
+    except Exception as exc:
+        # NovaError.status is Nova's HTTP status, None when no answer came.
+        code = getattr(exc, "status", None)
+        instruments().nova_errors.labels(operation, str(code or "none")).inc()
+        raise
+    finally:
+        instruments().nova_requests.labels(operation).observe(time.monotonic() - started)

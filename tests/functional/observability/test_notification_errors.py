@@ -1,0 +1,81 @@
+"""The ``.error`` events: a recovery that fails sends notification.process.error (with why)
+instead of .end, and an API change that fails sends <object>.<action>.error."""
+
+from __future__ import annotations
+
+import time
+import warnings
+
+import pytest
+
+from masakari.engine.service import EngineService
+from tests.functional.api.support import Deployment, host_body, notification_body, segment_body
+from tests.functional.observability.test_timeline import FAST
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    from oslo_messaging.notify import _impl_test as captured
+
+
+@pytest.fixture
+def sent():
+    captured.reset()
+    yield captured.NOTIFICATIONS
+    captured.reset()
+
+
+def _events(sent) -> dict[str, tuple[str, dict]]:
+    # oslo.messaging's test driver keeps (ctxt, message, priority, retry).
+    return {m["event_type"]: (priority, m["payload"]) for _, m, priority, _ in sent}
+
+
+def test_failed_recovery_and_refused_change_send_error_events(sent) -> None:
+    extra = {
+        "DEFAULT": {**FAST, "transport_url": "fake://"},
+        "oslo_messaging_notifications": {"driver": "test"},
+    }
+    with Deployment(extra) as dep:
+        dep.sim.power_off("compute-1")
+        dep.sim.service_down_time = 0
+        vm = dep.sim.add_server(host="compute-1", metadata={"HA_Enabled": "True"})
+        dep.sim.state_fault("evacuate_error", vm)
+        seg = dep.request("POST", "/v1/segments", segment_body()).json["segment"]["uuid"]
+        assert dep.request("POST", f"/v1/segments/{seg}/hosts", host_body()).status_int == 201
+        body = notification_body(event="STOPPED", host_status="NORMAL")
+        body["notification"]["type"] = "COMPUTE_HOST"
+        nid = dep.request("POST", "/v1/notifications", body).json["notification"][
+            "notification_uuid"
+        ]
+        engine = EngineService(dep.conf, dep.db, dep.sim.client(timeout=5))
+        engine.start()
+        try:
+            deadline = time.monotonic() + 60
+            while dep.request("GET", f"/v1/notifications/{nid}").json["notification"]["status"] in (
+                "new",
+                "running",
+            ):
+                assert time.monotonic() < deadline
+                time.sleep(0.1)
+        finally:
+            engine.stop(grace=2)
+        # The segment still has a notification in error: a change is refused (409), and
+        # host.update.error says so.
+        rename = {"host": {"name": "nowhere"}}
+        host = dep.request("GET", f"/v1/segments/{seg}/hosts").json["hosts"][0]["uuid"]
+        assert dep.request("PUT", f"/v1/segments/{seg}/hosts/{host}", rename).status_int == 409
+
+    events = _events(sent)
+    assert "notification.process.end" not in events
+    priority, payload = events["notification.process.error"]
+    assert priority == "ERROR"
+    data = payload["masakari_object.data"]
+    assert data["status"] == "error"
+    fault = data["fault"]["masakari_object.data"]
+    assert data["fault"]["masakari_object.name"] == "ExceptionPayload"
+    assert "Failed to evacuate instances" in fault["exception_message"]
+    assert fault["traceback"].startswith("Traceback")
+    assert fault["module_name"].startswith("masakari.")
+    priority, payload = events["host.update.error"]
+    assert priority == "ERROR"
+    assert payload["masakari_object.data"]["name"] == "compute-1"
+    assert payload["masakari_object.data"]["fault"] is not None
