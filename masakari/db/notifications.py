@@ -13,7 +13,7 @@ from sqlalchemy import orm
 
 from masakari import exception
 from masakari.db.models import Notification
-from masakari.db.paging import paginate
+from masakari.db.paging import Row, paginate
 
 
 def list_(
@@ -23,7 +23,7 @@ def list_(
     sort_dirs: Sequence[str],
     limit: int | None,
     marker: str | None,
-) -> list[Notification]:
+) -> list[Row]:
     """Filters: status, source_host_uuid, type (as given), generated-since (naive UTC)."""
     criteria: list[Any] = []
     if "source_host_uuid" in filters:
@@ -35,6 +35,20 @@ def list_(
     if "generated-since" in filters:
         criteria.append(Notification.generated_time >= filters["generated-since"])
     return paginate(session, Notification, criteria, sort_keys, sort_dirs, limit, marker)
+
+
+# Built once: a statement's cache key is computed for each new statement object.
+_READ = sa.select(*Notification.__table__.columns).where(
+    Notification.notification_uuid == sa.bindparam("uuid"), Notification.deleted == 0
+)
+
+
+def read(session: orm.Session, notification_uuid: str) -> Row:
+    """The live notification as a plain row, for a response body."""
+    row = session.execute(_READ, {"uuid": notification_uuid}).first()
+    if row is None:
+        raise exception.NotificationNotFound(id=notification_uuid)
+    return row
 
 
 def get(session: orm.Session, notification_uuid: str) -> Notification:

@@ -14,7 +14,7 @@ from masakari import exception
 from masakari.db import models
 from masakari.db.database import flush_unique
 from masakari.db.models import Host, Notification, Segment, utcnow
-from masakari.db.paging import paginate
+from masakari.db.paging import Row, paginate
 
 # Statuses that make a segment, and every host in it, "in use".
 BUSY_STATUSES = ("new", "running", "error")
@@ -40,7 +40,7 @@ def list_(
     sort_dirs: Sequence[str],
     limit: int | None,
     marker: str | None,
-) -> list[Segment]:
+) -> list[Row]:
     """Filters: recovery_method, service_type (compared as given), enabled (raw)."""
     criteria: list[Any] = []
     if "recovery_method" in filters:
@@ -50,6 +50,20 @@ def list_(
     if "enabled" in filters:
         criteria.append(enabled_criterion(filters["enabled"]))
     return paginate(session, Segment, criteria, sort_keys, sort_dirs, limit, marker)
+
+
+# Built once: a statement's cache key is computed for each new statement object.
+_READ = sa.select(*Segment.__table__.columns).where(
+    Segment.uuid == sa.bindparam("uuid"), Segment.deleted == 0
+)
+
+
+def read(session: orm.Session, segment_uuid: str) -> Row:
+    """The live segment as a plain row, for a response body."""
+    row = session.execute(_READ, {"uuid": segment_uuid}).first()
+    if row is None:
+        raise exception.SegmentNotFound(id=segment_uuid)
+    return row
 
 
 def get(session: orm.Session, segment_uuid: str) -> Segment:

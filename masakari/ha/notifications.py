@@ -16,6 +16,7 @@ from masakari.db import hosts as hosts_db
 from masakari.db import notifications as notifications_db
 from masakari.db.database import Database
 from masakari.db.models import Notification
+from masakari.db.paging import Row
 
 MAINTENANCE_MESSAGE = (
     "Notification received from host %(host)s of type '%(type)s' is ignored as the host is "
@@ -132,21 +133,19 @@ def list_(
     sort_dirs: Sequence[str],
     limit: int | None,
     marker: str | None,
-) -> list[Notification]:
+) -> list[Row]:
     with db.reader() as session:
         return notifications_db.list_(session, filters, sort_keys, sort_dirs, limit, marker)
 
 
-def get(db: Database, notification_uuid: str) -> Notification:
+def get(db: Database, notification_uuid: str) -> Row:
     if not uuidutils.is_uuid_like(notification_uuid):
         raise exception.NotificationNotFound(id=notification_uuid)
     with db.reader() as session:
-        return notifications_db.get(session, notification_uuid)
+        return notifications_db.read(session, notification_uuid)
 
 
-def get_with_details(
-    db: Database, notification_uuid: str
-) -> tuple[Notification, list[dict[str, Any]]]:
+def get_with_details(db: Database, notification_uuid: str) -> tuple[Row, list[dict[str, Any]]]:
     """The notification and its recovery_workflow_details, read from the progress table.
 
     The reference asks the engine, which fails (500) once the source host is deleted; the
@@ -155,5 +154,5 @@ def get_with_details(
     if not uuidutils.is_uuid_like(notification_uuid):
         raise exception.NotificationNotFound(id=notification_uuid)
     with db.reader() as session:
-        row = notifications_db.get(session, notification_uuid)
+        row = notifications_db.read(session, notification_uuid)
         return row, progress.workflow_details(session, notification_uuid)
