@@ -27,14 +27,17 @@ def list_(
     marker: str | None,
 ) -> list[Row]:
     """Hosts of one segment. Filters: type (as given), on_maintenance and reserved (bools)."""
-    criteria: list[Any] = [Host.failover_segment_id == segment_uuid]
-    if "type" in filters:
-        criteria.append(Host.type == filters["type"])
-    if "on_maintenance" in filters:
-        criteria.append(Host.on_maintenance == filters["on_maintenance"])
-    if "reserved" in filters:
-        criteria.append(Host.reserved == filters["reserved"])
-    return paginate(session, Host, criteria, sort_keys, sort_dirs, limit, marker)
+    params = {"segment": segment_uuid, **filters}
+    criteria = [(name, _FILTERS[name]) for name in _FILTERS if name in params]
+    return paginate(session, Host, criteria, params, sort_keys, sort_dirs, limit, marker)
+
+
+_FILTERS = {
+    "segment": Host.failover_segment_id == sa.bindparam("segment"),
+    "type": Host.type == sa.bindparam("type"),
+    "on_maintenance": Host.on_maintenance == sa.bindparam("on_maintenance"),
+    "reserved": Host.reserved == sa.bindparam("reserved"),
+}
 
 
 # Built once: a statement's cache key is computed for each new statement object.

@@ -25,16 +25,18 @@ def list_(
     marker: str | None,
 ) -> list[Row]:
     """Filters: status, source_host_uuid, type (as given), generated-since (naive UTC)."""
-    criteria: list[Any] = []
-    if "source_host_uuid" in filters:
-        criteria.append(Notification.source_host_uuid == filters["source_host_uuid"])
-    if "type" in filters:
-        criteria.append(Notification.type == filters["type"])
-    if "status" in filters:
-        criteria.append(Notification.status == filters["status"])
-    if "generated-since" in filters:
-        criteria.append(Notification.generated_time >= filters["generated-since"])
-    return paginate(session, Notification, criteria, sort_keys, sort_dirs, limit, marker)
+    criteria = [(name, _FILTERS[name]) for name in _FILTERS if name in filters]
+    params = {_PARAMS.get(name, name): filters[name] for name in _FILTERS if name in filters}
+    return paginate(session, Notification, criteria, params, sort_keys, sort_dirs, limit, marker)
+
+
+_FILTERS = {
+    "source_host_uuid": Notification.source_host_uuid == sa.bindparam("source_host_uuid"),
+    "type": Notification.type == sa.bindparam("type"),
+    "status": Notification.status == sa.bindparam("status"),
+    "generated-since": Notification.generated_time >= sa.bindparam("since"),
+}
+_PARAMS = {"generated-since": "since"}
 
 
 # Built once: a statement's cache key is computed for each new statement object.

@@ -26,12 +26,16 @@ def list_(
     marker: str | None,
 ) -> list[Row]:
     """vmoves of one notification. Filters: status, type (as given)."""
-    criteria: list[Any] = [VMove.notification_uuid == notification_uuid]
-    if "type" in filters:
-        criteria.append(VMove.type == filters["type"])
-    if "status" in filters:
-        criteria.append(VMove.status == filters["status"])
-    return paginate(session, VMove, criteria, sort_keys, sort_dirs, limit, marker)
+    params = {"notification": notification_uuid, **filters}
+    criteria = [(name, _FILTERS[name]) for name in _FILTERS if name in params]
+    return paginate(session, VMove, criteria, params, sort_keys, sort_dirs, limit, marker)
+
+
+_FILTERS = {
+    "notification": VMove.notification_uuid == sa.bindparam("notification"),
+    "type": VMove.type == sa.bindparam("type"),
+    "status": VMove.status == sa.bindparam("status"),
+}
 
 
 # Built once: a statement's cache key is computed for each new statement object.
