@@ -51,6 +51,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 from tests.fakes.nova import ADMIN_TOKEN, NovaSimulator  # noqa: E402
 
+WARMUP = 20
 REFERENCE_SERVER = os.environ.get(
     "MASAKARI_REFERENCE_SERVER", "/work/shared/conformance/reference_server.py"
 )
@@ -345,7 +346,7 @@ def measure(
     server: Server, build: Request, expected: int, requests: int, concurrency: int, first: int
 ) -> dict[str, Any]:
     clients = [server.client() for _ in range(concurrency)]
-    counter = iter(range(first + 20, first + 20 + requests))
+    counter = iter(range(first + WARMUP, first + WARMUP + requests))
     latencies: list[float] = []
     unexpected: list[int] = []
     peak = [0.0]
@@ -361,8 +362,8 @@ def measure(
             if i % 10 == 0:
                 peak[0] = max(peak[0], rss_mib(server.pids()))
 
-    # Warm-up: caches, connection setup, lazy imports.
-    for i in range(first, first + 20):
+    # Warm-up: caches, connection setup, lazy imports (fewer for the long requests).
+    for i in range(first, first + min(WARMUP, max(3, requests // 10))):
         clients[0].call(*build(i))
     started = time.perf_counter()
     with concurrent.futures.ThreadPoolExecutor(concurrency) as pool:
@@ -398,11 +399,11 @@ def run(
         for label, build, expected in scenarios(ids, args.rows):
             count = args.requests
             if "rows" in label and "3 rows" not in label:
-                count = max(args.requests // 8, 20)
+                count = max(args.requests // 10, 10)
             if reference_venv and label == "POST notification":
                 count = args.slow_requests
             results[label] = measure(server, build, expected, count, args.concurrency, first)
-            first += count + 20
+            first += count + WARMUP
             r = results[label]
             print(f"  {label}: {r['rps']:.0f} req/s, p50 {r['p50']:.1f} ms", file=sys.stderr)
         return results

@@ -119,6 +119,29 @@ def test_host_lists_filter_flags_and_read_their_segment_once(db: Database) -> No
     ]
 
 
+def test_a_reused_list_statement_takes_each_requests_values(db: Database) -> None:
+    """A list's statement is built once per form: its filter values and limit are bound per
+    request, never those of the request that built it."""
+    first = make_segment(db, "first")
+    second = make_segment(db, "second")
+    for i in range(3):
+        make_host(db, first, f"a{i}", reserved=i == 0)
+        make_host(db, second, f"b{i}", reserved=i != 0)
+    for seg, reserved, limit, expected in (
+        (first, True, 10, ["a0"]),
+        (second, True, 10, ["b1", "b2"]),
+        (second, True, 1, ["b1"]),
+        (first, False, 10, ["a1", "a2"]),
+    ):
+        rows = hosts.list_(db, seg, {"reserved": reserved}, ["name"], ["asc"], limit, None)
+        assert names(rows) == expected
+    assert names(segments.list_(db, {"enabled": "1"}, ["name"], ["asc"], 10, None)) == [
+        "first",
+        "second",
+    ]
+    assert segments.list_(db, {"enabled": "0"}, ["name"], ["asc"], 10, None) == []
+
+
 def test_notifications_duplicates_maintenance_and_in_use(db: Database) -> None:
     seg = make_segment(db, "s")
     host = make_host(db, seg, "compute-1")
