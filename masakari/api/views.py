@@ -1,4 +1,8 @@
-"""Response bodies: database rows as the reference shows them (ids, soft-delete fields, times)."""
+"""Response bodies: database rows as the reference shows them (ids, soft-delete fields, times).
+
+A row is an ORM instance (after a write) or a plain row of the table's columns (reads): both
+give the columns as attributes.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +11,20 @@ import json
 from typing import Any
 
 from masakari.db import models, statuses
+from masakari.db.paging import Row
 
 # oslo.serialization's format: naive, always with microseconds.
 TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%f"
 
 
 def _time(value: datetime.datetime | None) -> str | None:
-    return None if value is None else value.strftime(TIME_FORMAT)
+    if value is None:
+        return None
+    # isoformat is several times cheaper than strftime and, for a naive time with 4-digit
+    # year, writes the same text; strftime keeps the reference's unpadded years below 1000.
+    if value.year >= 1000 and value.tzinfo is None:
+        return value.isoformat(timespec="microseconds")
+    return value.strftime(TIME_FORMAT)
 
 
 def _soft_delete_fields(row: Any) -> dict[str, Any]:
@@ -26,7 +37,7 @@ def _soft_delete_fields(row: Any) -> dict[str, Any]:
     }
 
 
-def segment(row: models.Segment) -> dict[str, Any]:
+def segment(row: models.Segment | Row) -> dict[str, Any]:
     return {
         **_soft_delete_fields(row),
         "uuid": row.uuid,
@@ -38,13 +49,17 @@ def segment(row: models.Segment) -> dict[str, Any]:
     }
 
 
-def host(row: models.Host) -> dict[str, Any]:
+def host(row: models.Host | Row, segment_body: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``segment_body``: the view of the host's segment, built once for a whole list; without
+    it the row must be an ORM host with its segment loaded."""
+    if segment_body is None:
+        segment_body = segment(row.failover_segment)  # type: ignore[union-attr]
     return {
         **_soft_delete_fields(row),
         "uuid": row.uuid,
         "name": row.name,
         "failover_segment_id": row.failover_segment_id,
-        "failover_segment": segment(row.failover_segment),
+        "failover_segment": segment_body,
         "type": row.type,
         "reserved": bool(row.reserved),
         "control_attributes": row.control_attributes,
@@ -53,7 +68,7 @@ def host(row: models.Host) -> dict[str, Any]:
 
 
 def notification(
-    row: models.Notification,
+    row: models.Notification | Row,
     workflow_details: list[dict[str, Any]] | None = None,
     hold_reason: str | None = None,
     since_1_4: bool = False,
@@ -82,7 +97,7 @@ def notification(
     return body
 
 
-def vmove(row: models.VMove) -> dict[str, Any]:
+def vmove(row: models.VMove | Row) -> dict[str, Any]:
     return {
         **_soft_delete_fields(row),
         "uuid": row.uuid,

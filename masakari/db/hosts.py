@@ -14,7 +14,7 @@ from masakari import exception
 from masakari.db import models
 from masakari.db.database import affected_rows, flush_unique
 from masakari.db.models import Host
-from masakari.db.paging import paginate
+from masakari.db.paging import Row, paginate
 
 
 def list_(
@@ -25,16 +25,35 @@ def list_(
     sort_dirs: Sequence[str],
     limit: int | None,
     marker: str | None,
-) -> list[Host]:
+) -> list[Row]:
     """Hosts of one segment. Filters: type (as given), on_maintenance and reserved (bools)."""
-    criteria: list[Any] = [Host.failover_segment_id == segment_uuid]
-    if "type" in filters:
-        criteria.append(Host.type == filters["type"])
-    if "on_maintenance" in filters:
-        criteria.append(Host.on_maintenance == filters["on_maintenance"])
-    if "reserved" in filters:
-        criteria.append(Host.reserved == filters["reserved"])
-    return paginate(session, Host, criteria, sort_keys, sort_dirs, limit, marker)
+    params = {"segment": segment_uuid, **filters}
+    criteria = [(name, _FILTERS[name]) for name in _FILTERS if name in params]
+    return paginate(session, Host, criteria, params, sort_keys, sort_dirs, limit, marker)
+
+
+_FILTERS = {
+    "segment": Host.failover_segment_id == sa.bindparam("segment"),
+    "type": Host.type == sa.bindparam("type"),
+    "on_maintenance": Host.on_maintenance == sa.bindparam("on_maintenance"),
+    "reserved": Host.reserved == sa.bindparam("reserved"),
+}
+
+
+# Built once: a statement's cache key is computed for each new statement object.
+_READ_IN_SEGMENT = sa.select(*Host.__table__.columns).where(
+    Host.uuid == sa.bindparam("uuid"),
+    Host.failover_segment_id == sa.bindparam("segment"),
+    Host.deleted == 0,
+)
+
+
+def read_in_segment(session: orm.Session, host_uuid: str, segment_uuid: str) -> Row:
+    """The live host as a plain row (without its segment), for a response body."""
+    row = session.execute(_READ_IN_SEGMENT, {"uuid": host_uuid, "segment": segment_uuid}).first()
+    if row is None:
+        raise exception.HostNotFoundUnderSegment(host_uuid=host_uuid, segment_uuid=segment_uuid)
+    return row
 
 
 def get_in_segment(session: orm.Session, host_uuid: str, segment_uuid: str) -> Host:

@@ -14,7 +14,7 @@ from sqlalchemy import orm
 from masakari import exception
 from masakari.db import holds
 from masakari.db.models import Notification
-from masakari.db.paging import paginate
+from masakari.db.paging import Row, paginate
 from masakari.db.statuses import HELD, NEW
 
 
@@ -26,27 +26,50 @@ def list_(
     limit: int | None,
     marker: str | None,
     show_held: bool = False,
-) -> list[Notification]:
+) -> list[Row]:
     """Filters: status, source_host_uuid, type (as given), generated-since (naive UTC).
 
     With ``show_held`` (microversion 1.4) status held selects the held notifications and
     status new the others; without, held ones are the new ones they are in the table.
     """
-    criteria: list[Any] = []
     if show_held and filters.get("status") == HELD:
-        criteria.append(holds.is_held())
         filters = {k: v for k, v in filters.items() if k != "status"}
+        filters["held"] = True
     elif show_held and filters.get("status") == NEW:
-        criteria.append(holds.not_held())
-    if "source_host_uuid" in filters:
-        criteria.append(Notification.source_host_uuid == filters["source_host_uuid"])
-    if "type" in filters:
-        criteria.append(Notification.type == filters["type"])
-    if "status" in filters:
-        criteria.append(Notification.status == filters["status"])
-    if "generated-since" in filters:
-        criteria.append(Notification.generated_time >= filters["generated-since"])
-    return paginate(session, Notification, criteria, sort_keys, sort_dirs, limit, marker)
+        filters = {**filters, "not held": True}
+    criteria = [(name, _FILTERS[name]) for name in _FILTERS if name in filters]
+    params = {
+        _PARAMS.get(name, name): filters[name]
+        for name in _FILTERS
+        if name in filters and name not in _CONSTANT
+    }
+    return paginate(session, Notification, criteria, params, sort_keys, sort_dirs, limit, marker)
+
+
+_FILTERS = {
+    "source_host_uuid": Notification.source_host_uuid == sa.bindparam("source_host_uuid"),
+    "type": Notification.type == sa.bindparam("type"),
+    "status": Notification.status == sa.bindparam("status"),
+    "generated-since": Notification.generated_time >= sa.bindparam("since"),
+}
+_PARAMS = {"generated-since": "since"}
+# Criteria without a bound value (the 1.4 views of held notifications).
+_CONSTANT = {"held": holds.is_held(), "not held": holds.not_held()}
+_FILTERS.update(_CONSTANT)
+
+
+# Built once: a statement's cache key is computed for each new statement object.
+_READ = sa.select(*Notification.__table__.columns).where(
+    Notification.notification_uuid == sa.bindparam("uuid"), Notification.deleted == 0
+)
+
+
+def read(session: orm.Session, notification_uuid: str) -> Row:
+    """The live notification as a plain row, for a response body."""
+    row = session.execute(_READ, {"uuid": notification_uuid}).first()
+    if row is None:
+        raise exception.NotificationNotFound(id=notification_uuid)
+    return row
 
 
 def get(session: orm.Session, notification_uuid: str) -> Notification:

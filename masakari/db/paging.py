@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Sequence
-from typing import Any, TypeVar
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import sqlalchemy as sa
 from oslo_db.sqlalchemy import utils as oslo_utils
@@ -12,7 +13,9 @@ from sqlalchemy import orm
 
 from masakari import exception
 
-M = TypeVar("M")
+# A page is read as plain rows (the table's columns, attribute access by column name), not
+# ORM instances: no identity map nor instance state per row, about 3x less work for a list.
+Row = sa.Row[Any]
 
 DEFAULT_SORT_KEYS = ("created_at", "id")
 DEFAULT_SORT_DIR = "desc"
@@ -45,16 +48,30 @@ def sort_params(sort_keys: Sequence[str], sort_dirs: Sequence[str]) -> tuple[lis
     return keys, dirs
 
 
+Criteria = Sequence[tuple[str, Any]]
+"""(name, condition): the name stands for the condition's form, whose values are bound
+parameters, so that the statement of a list can be built once per form and reused."""
+
+# Built statements of pages without a marker, by (model, criteria names, keys, directions);
+# building and hashing a statement costs more than running it for a small page. Bounded:
+# sort keys come from clients.
+_STATEMENTS: dict[tuple[Any, ...], sa.Select[Any]] = {}
+_STATEMENTS_MAX = 512
+_LIMIT = sa.bindparam("page_limit", type_=sa.Integer)
+
+
 def paginate(
     session: orm.Session,
-    model: type[M],
-    criteria: Sequence[Any],
+    model: Any,
+    criteria: Criteria,
+    params: Mapping[str, Any],
     sort_keys: Sequence[str],
     sort_dirs: Sequence[str],
     limit: int | None,
     marker: str | None,
-) -> list[M]:
-    """One page of live rows matching ``criteria``, after the row whose id is ``marker``.
+) -> list[Row]:
+    """One page of live rows matching ``criteria`` (``params`` give their bound values),
+    after the row whose id is ``marker``.
 
     The reference's order of checks: limit 0 answers at once, then the directions, then
     the marker (any live row of the table, whatever the criteria), then the keys, which
@@ -63,20 +80,69 @@ def paginate(
     if limit == 0:
         return []
     keys, dirs = sort_params(sort_keys, sort_dirs)
-    table: Any = model
-    query = session.query(model).filter(table.deleted == 0, *criteria)
     marker_row = None
     if marker is not None:
         marker_row = _marker_row(session, model, marker)
-    columns = set(sa.inspect(model).columns.keys())
+    columns = _column_names(model)
     for key in keys:
         if key not in columns:
             # The reference also takes relationships here, and then fails with a 500.
             raise exception.InvalidSortKey(
                 message="InvalidSortKey({!r})".format(f"Sort key supplied is invalid: {key}")
             )
-    query = oslo_utils.paginate_query(query, model, limit, keys, marker=marker_row, sort_dirs=dirs)
-    return list(query.all())
+    values = dict(params)
+    if limit is not None:
+        values["page_limit"] = limit
+    if marker_row is not None:
+        # The marker's values are literals in the statement: not worth keeping.
+        return list(
+            session.execute(
+                _statement(model, criteria, keys, dirs, marker_row, limit), values
+            ).all()
+        )
+    cache_key = (
+        model,
+        tuple(name for name, _ in criteria),
+        tuple(keys),
+        tuple(dirs),
+        limit is None,
+    )
+    statement = _STATEMENTS.get(cache_key)
+    if statement is None:
+        statement = _statement(model, criteria, keys, dirs, None, limit)
+        if len(_STATEMENTS) >= _STATEMENTS_MAX:
+            _STATEMENTS.clear()
+        _STATEMENTS[cache_key] = statement
+    return list(session.execute(statement, values).all())
+
+
+def _statement(
+    model: Any,
+    criteria: Criteria,
+    keys: Sequence[str],
+    dirs: Sequence[str],
+    marker_row: Any,
+    limit: int | None,
+) -> sa.Select[Any]:
+    table: Any = model
+    query = sa.select(*_columns(model)).where(
+        table.deleted == 0, *(condition for _, condition in criteria)
+    )
+    # paginate_query only calls order_by and filter, which a Core select has too.
+    query = oslo_utils.paginate_query(
+        query, model, None, list(keys), marker=marker_row, sort_dirs=list(dirs)
+    )
+    return query if limit is None else query.limit(_LIMIT)
+
+
+@functools.cache
+def _columns(model: Any) -> tuple[sa.Column[Any], ...]:
+    return tuple(sa.inspect(model).local_table.columns)
+
+
+@functools.cache
+def _column_names(model: Any) -> frozenset[str]:
+    return frozenset(sa.inspect(model).columns.keys())
 
 
 def _marker_row(session: orm.Session, model: Any, marker: str) -> Any:
@@ -84,7 +150,9 @@ def _marker_row(session: orm.Session, model: Any, marker: str) -> Any:
     # only an integer literal can name a row.
     row = None
     if _INTEGER.fullmatch(marker) and abs(int(marker)) <= _MAX_ID:
-        row = session.scalar(sa.select(model).where(model.id == int(marker), model.deleted == 0))
+        row = session.execute(
+            sa.select(*_columns(model)).where(model.id == int(marker), model.deleted == 0)
+        ).first()
     if row is None:
         raise exception.MarkerNotFound(marker=marker)
     return row

@@ -14,7 +14,7 @@ from masakari import exception
 from masakari.db import models
 from masakari.db.database import flush_unique
 from masakari.db.models import Host, Notification, Segment, utcnow
-from masakari.db.paging import paginate
+from masakari.db.paging import Row, paginate
 
 # Statuses that make a segment, and every host in it, "in use".
 BUSY_STATUSES = ("new", "running", "error")
@@ -22,15 +22,18 @@ BUSY_STATUSES = ("new", "running", "error")
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 
 
-def enabled_criterion(value: str) -> Any:
+_ENABLED = {
+    1.0: ("enabled", Segment.enabled.is_(True)),
+    0.0: ("disabled", Segment.enabled.is_(False)),
+    None: ("no enabled value", sa.false()),
+}
+
+
+def enabled_criterion(value: str) -> tuple[str, Any]:
     """The segment ``enabled`` filter compares the raw string with the column, as SQLite does
     in the reference: a numeric string equal to 1 or 0 matches, any other value nothing."""
     number = float(value) if _NUMBER.fullmatch(value) else None
-    if number == 1:
-        return Segment.enabled.is_(True)
-    if number == 0:
-        return Segment.enabled.is_(False)
-    return sa.false()
+    return _ENABLED.get(number, _ENABLED[None])
 
 
 def list_(
@@ -40,16 +43,35 @@ def list_(
     sort_dirs: Sequence[str],
     limit: int | None,
     marker: str | None,
-) -> list[Segment]:
+) -> list[Row]:
     """Filters: recovery_method, service_type (compared as given), enabled (raw)."""
-    criteria: list[Any] = []
-    if "recovery_method" in filters:
-        criteria.append(Segment.recovery_method == filters["recovery_method"])
-    if "service_type" in filters:
-        criteria.append(Segment.service_type == filters["service_type"])
+    criteria: list[tuple[str, Any]] = [
+        (name, _FILTERS[name]) for name in _FILTERS if name in filters
+    ]
     if "enabled" in filters:
         criteria.append(enabled_criterion(filters["enabled"]))
-    return paginate(session, Segment, criteria, sort_keys, sort_dirs, limit, marker)
+    params = {name: filters[name] for name in _FILTERS if name in filters}
+    return paginate(session, Segment, criteria, params, sort_keys, sort_dirs, limit, marker)
+
+
+_FILTERS = {
+    "recovery_method": Segment.recovery_method == sa.bindparam("recovery_method"),
+    "service_type": Segment.service_type == sa.bindparam("service_type"),
+}
+
+
+# Built once: a statement's cache key is computed for each new statement object.
+_READ = sa.select(*Segment.__table__.columns).where(
+    Segment.uuid == sa.bindparam("uuid"), Segment.deleted == 0
+)
+
+
+def read(session: orm.Session, segment_uuid: str) -> Row:
+    """The live segment as a plain row, for a response body."""
+    row = session.execute(_READ, {"uuid": segment_uuid}).first()
+    if row is None:
+        raise exception.SegmentNotFound(id=segment_uuid)
+    return row
 
 
 def get(session: orm.Session, segment_uuid: str) -> Segment:

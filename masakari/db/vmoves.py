@@ -12,7 +12,7 @@ from sqlalchemy import orm
 
 from masakari import exception
 from masakari.db.models import VMove
-from masakari.db.paging import paginate
+from masakari.db.paging import Row, paginate
 from masakari.db.statuses import VMOVE_EVACUATION, VMOVE_PENDING
 
 
@@ -24,19 +24,29 @@ def list_(
     sort_dirs: Sequence[str],
     limit: int | None,
     marker: str | None,
-) -> list[VMove]:
+) -> list[Row]:
     """vmoves of one notification. Filters: status, type (as given)."""
-    criteria: list[Any] = [VMove.notification_uuid == notification_uuid]
-    if "type" in filters:
-        criteria.append(VMove.type == filters["type"])
-    if "status" in filters:
-        criteria.append(VMove.status == filters["status"])
-    return paginate(session, VMove, criteria, sort_keys, sort_dirs, limit, marker)
+    params = {"notification": notification_uuid, **filters}
+    criteria = [(name, _FILTERS[name]) for name in _FILTERS if name in params]
+    return paginate(session, VMove, criteria, params, sort_keys, sort_dirs, limit, marker)
 
 
-def get(session: orm.Session, vmove_uuid: str) -> VMove:
+_FILTERS = {
+    "notification": VMove.notification_uuid == sa.bindparam("notification"),
+    "type": VMove.type == sa.bindparam("type"),
+    "status": VMove.status == sa.bindparam("status"),
+}
+
+
+# Built once: a statement's cache key is computed for each new statement object.
+_READ = sa.select(*VMove.__table__.columns).where(
+    VMove.uuid == sa.bindparam("uuid"), VMove.deleted == 0
+)
+
+
+def get(session: orm.Session, vmove_uuid: str) -> Row:
     """Any live vmove with this uuid, whatever its notification (as the reference)."""
-    row = session.scalar(sa.select(VMove).where(VMove.uuid == vmove_uuid, VMove.deleted == 0))
+    row = session.execute(_READ, {"uuid": vmove_uuid}).first()
     if row is None:
         raise exception.VMoveNotFound(id=vmove_uuid)
     return row

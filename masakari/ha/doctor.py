@@ -23,6 +23,7 @@ from masakari.db import hosts as hosts_db
 from masakari.db import segments as segments_db
 from masakari.db.database import Database
 from masakari.db.models import Host, Segment
+from masakari.db.paging import Row
 from masakari.engine import plan
 
 SUCCESS, WARNING, FAILURE = 0, 1, 2
@@ -80,7 +81,7 @@ def check(
     return findings
 
 
-def _segments(db: Database, wanted: str | None) -> list[tuple[Segment, list[Host]]]:
+def _segments(db: Database, wanted: str | None) -> list[tuple[Row, list[Row]]]:
     with db.reader() as session:
         rows = segments_db.list_(session, {}, ["created_at"], ["asc"], None, None)
         if wanted is not None:
@@ -122,12 +123,12 @@ def _segment(
     conf: cfg.ConfigOpts,
     nova: plan.Reads,
     placement: plan.Capacities,
-    seg: Segment,
-    hosts: list[Host],
+    seg: Segment | Row,
+    hosts: list[Host] | list[Row],
 ) -> list[Finding]:
     name = seg.name
     findings: list[Finding] = []
-    present: list[Host] = []
+    present: list[Any] = []
     for host in hosts:
         try:
             services = nova.find_compute_services(host.name)
@@ -164,8 +165,8 @@ def _absorbs_largest(
     conf: cfg.ConfigOpts,
     nova: plan.Reads,
     placement: plan.Capacities,
-    seg: Segment,
-    hosts: list[Host],
+    seg: Segment | Row,
+    hosts: list[Host] | list[Row],
 ) -> Finding:
     """Plan the failure of the busiest non-reserved host and see what would be left behind."""
     name = seg.name

@@ -12,6 +12,7 @@ from masakari.db import hosts as hosts_db
 from masakari.db import segments as segments_db
 from masakari.db.database import Database
 from masakari.db.models import Host
+from masakari.db.paging import Row
 
 # Raises ComputeNotFoundByName when Nova has no nova-compute service on that host,
 # NovaError when Nova fails.
@@ -30,22 +31,24 @@ def list_(
     sort_dirs: Sequence[str],
     limit: int | None,
     marker: str | None,
-) -> list[Host]:
+) -> list[Row]:
     with db.reader() as session:
         return hosts_db.list_(session, segment_uuid, filters, sort_keys, sort_dirs, limit, marker)
 
 
-def get_segment(db: Database, segment_uuid: str) -> None:
-    """SegmentNotFound unless the segment is live (the host list checks it first)."""
+def get_segment(db: Database, segment_uuid: str) -> Row:
+    """The live segment, else SegmentNotFound (the host list checks it first)."""
     with db.reader() as session:
-        segments_db.get(session, segment_uuid)
+        return segments_db.read(session, segment_uuid)
 
 
-def get(db: Database, segment_uuid: str, host_uuid: str) -> Host:
+def get(db: Database, segment_uuid: str, host_uuid: str) -> tuple[Row, Row]:
+    """The host and its segment, as plain rows."""
     if not uuidutils.is_uuid_like(host_uuid):
         raise exception.HostNotFound(id=host_uuid)
     with db.reader() as session:
-        return hosts_db.get_in_segment(session, host_uuid, segment_uuid)
+        host = hosts_db.read_in_segment(session, host_uuid, segment_uuid)
+        return host, segments_db.read(session, segment_uuid)
 
 
 def create(

@@ -19,6 +19,7 @@ from masakari.db import hosts as hosts_db
 from masakari.db import notifications as notifications_db
 from masakari.db.database import Database
 from masakari.db.models import Notification
+from masakari.db.paging import Row
 
 LOG = logging.getLogger(__name__)
 MAINTENANCE_MESSAGE = (
@@ -218,7 +219,7 @@ def list_(
     limit: int | None,
     marker: str | None,
     show_held: bool = False,
-) -> list[Notification]:
+) -> list[Row]:
     with db.reader() as session:
         return notifications_db.list_(
             session, filters, sort_keys, sort_dirs, limit, marker, show_held
@@ -264,16 +265,14 @@ def _end_hold(db: Database, notification_uuid: str, action: Any) -> Notification
     return row
 
 
-def get(db: Database, notification_uuid: str) -> Notification:
+def get(db: Database, notification_uuid: str) -> Row:
     if not uuidutils.is_uuid_like(notification_uuid):
         raise exception.NotificationNotFound(id=notification_uuid)
     with db.reader() as session:
-        return notifications_db.get(session, notification_uuid)
+        return notifications_db.read(session, notification_uuid)
 
 
-def get_with_details(
-    db: Database, notification_uuid: str
-) -> tuple[Notification, list[dict[str, Any]]]:
+def get_with_details(db: Database, notification_uuid: str) -> tuple[Row, list[dict[str, Any]]]:
     """The notification and its recovery_workflow_details, read from the progress table.
 
     The reference asks the engine, which fails (500) once the source host is deleted; the
@@ -282,5 +281,5 @@ def get_with_details(
     if not uuidutils.is_uuid_like(notification_uuid):
         raise exception.NotificationNotFound(id=notification_uuid)
     with db.reader() as session:
-        row = notifications_db.get(session, notification_uuid)
+        row = notifications_db.read(session, notification_uuid)
         return row, progress.workflow_details(session, notification_uuid)

@@ -9,11 +9,16 @@ from masakari.db import hosts as hosts_db
 from masakari.db import segments as segments_db
 from masakari.db.database import Database
 from masakari.db.models import Host
+from masakari.db.paging import Row
 from masakari.engine import plan
 
 
 def for_host(
-    conf: cfg.ConfigOpts, db: Database, nova: plan.Reads, placement: plan.Capacities, host: Host
+    conf: cfg.ConfigOpts,
+    db: Database,
+    nova: plan.Reads,
+    placement: plan.Capacities,
+    host: Host | Row,
 ) -> plan.Plan:
     """What recovering ``host`` would do now; reads only."""
     with db.reader() as session:

@@ -11,6 +11,7 @@ from masakari import exception
 from masakari.db import segments as segments_db
 from masakari.db.database import Database
 from masakari.db.models import Segment
+from masakari.db.paging import Row
 
 
 def list_(
@@ -20,16 +21,16 @@ def list_(
     sort_dirs: Sequence[str],
     limit: int | None,
     marker: str | None,
-) -> list[Segment]:
+) -> list[Row]:
     with db.reader() as session:
         return segments_db.list_(session, filters, sort_keys, sort_dirs, limit, marker)
 
 
-def get(db: Database, segment_uuid: str) -> Segment:
+def get(db: Database, segment_uuid: str) -> Row:
     if not uuidutils.is_uuid_like(segment_uuid):
         raise exception.SegmentNotFound(id=segment_uuid)
     with db.reader() as session:
-        return segments_db.get(session, segment_uuid)
+        return segments_db.read(session, segment_uuid)
 
 
 def create(db: Database, data: Mapping[str, Any]) -> Segment:

@@ -11,14 +11,14 @@ from masakari import exception
 from masakari.db import notifications as notifications_db
 from masakari.db import vmoves as vmoves_db
 from masakari.db.database import Database
-from masakari.db.models import VMove
+from masakari.db.paging import Row
 
 COMPUTE_HOST = "COMPUTE_HOST"
 
 
 def _check_notification(session: orm.Session, notification_uuid: str) -> None:
     """404 for an unknown notification, 400 for one of another type than COMPUTE_HOST."""
-    notification = notifications_db.get(session, notification_uuid)
+    notification = notifications_db.read(session, notification_uuid)
     if notification.type != COMPUTE_HOST:
         raise exception.NotificationWithoutVMoves(id=notification_uuid)
 
@@ -31,7 +31,7 @@ def list_(
     sort_dirs: Sequence[str],
     limit: int | None,
     marker: str | None,
-) -> list[VMove]:
+) -> list[Row]:
     with db.reader() as session:
         _check_notification(session, notification_uuid)
         return vmoves_db.list_(
@@ -39,7 +39,7 @@ def list_(
         )
 
 
-def get(db: Database, notification_uuid: str, vmove_uuid: str) -> VMove:
+def get(db: Database, notification_uuid: str, vmove_uuid: str) -> Row:
     """As the reference, a vmove shows under any COMPUTE_HOST notification; an unknown
     notification is 404 here (the reference fails with 500)."""
     with db.reader() as session:

@@ -103,7 +103,7 @@ def test_segment_delete_frees_its_name_and_its_hosts(db: Database) -> None:
         make_host(db, again, "compute-1")
 
 
-def test_host_lists_filter_flags_and_keep_their_segment(db: Database) -> None:
+def test_host_lists_filter_flags_and_read_their_segment_once(db: Database) -> None:
     seg = make_segment(db, "s")
     other = make_segment(db, "t")
     make_host(db, seg, "h1", reserved=True)
@@ -111,10 +111,35 @@ def test_host_lists_filter_flags_and_keep_their_segment(db: Database) -> None:
     make_host(db, other, "h3", reserved=True)
     reserved = hosts.list_(db, seg, {"reserved": True}, ["name"], ["asc"], 10, None)
     assert names(reserved) == ["h1"]
-    assert reserved[0].failover_segment.name == "s"
+    # The list's rows carry the segment's uuid; its body is read once per list.
+    assert reserved[0].failover_segment_id == seg
+    assert hosts.get_segment(db, seg).name == "s"
     assert names(hosts.list_(db, seg, {"on_maintenance": False}, ["name"], ["asc"], 10, None)) == [
         "h1"
     ]
+
+
+def test_a_reused_list_statement_takes_each_requests_values(db: Database) -> None:
+    """A list's statement is built once per form: its filter values and limit are bound per
+    request, never those of the request that built it."""
+    first = make_segment(db, "first")
+    second = make_segment(db, "second")
+    for i in range(3):
+        make_host(db, first, f"a{i}", reserved=i == 0)
+        make_host(db, second, f"b{i}", reserved=i != 0)
+    for seg, reserved, limit, expected in (
+        (first, True, 10, ["a0"]),
+        (second, True, 10, ["b1", "b2"]),
+        (second, True, 1, ["b1"]),
+        (first, False, 10, ["a1", "a2"]),
+    ):
+        rows = hosts.list_(db, seg, {"reserved": reserved}, ["name"], ["asc"], limit, None)
+        assert names(rows) == expected
+    assert names(segments.list_(db, {"enabled": "1"}, ["name"], ["asc"], 10, None)) == [
+        "first",
+        "second",
+    ]
+    assert segments.list_(db, {"enabled": "0"}, ["name"], ["asc"], 10, None) == []
 
 
 def test_notifications_duplicates_maintenance_and_in_use(db: Database) -> None:

@@ -4,6 +4,7 @@ project's own (microversion 1.4), overrides, entry points."""
 from __future__ import annotations
 
 import json
+import os
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -266,6 +267,25 @@ def test_missing_policy_file_keeps_the_defaults(tmp_path: Path) -> None:
     conf = masakari.conf.for_tests(**{"oslo_policy.policy_file": str(tmp_path / "absent.yaml")})
     enforcer = policy.make_enforcer(conf)
     policy.authorize(enforcer, dict(ADMIN), segments.INDEX)
+    with pytest.raises(exception.PolicyNotAuthorized):
+        policy.authorize(enforcer, dict(MEMBER), segments.INDEX)
+
+
+def test_an_edited_policy_file_applies_within_a_second(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = [1000.0]
+    monkeypatch.setattr(policy.time, "monotonic", lambda: clock[0])
+    enforcer = _enforcer_with_file(tmp_path, "p.yaml", '"os_masakari_api:segments:index": "@"\n')
+    path = tmp_path / "p.yaml"
+    policy.authorize(enforcer, dict(MEMBER), segments.INDEX)
+    path.write_text('"os_masakari_api:segments:index": "!"\n')
+    # oslo.policy compares modification times: make the edit visible whatever the filesystem.
+    stat = path.stat()
+    os.utime(path, (stat.st_atime + 5, stat.st_mtime + 5))
+    clock[0] += policy.RECHECK_SECONDS / 2
+    policy.authorize(enforcer, dict(MEMBER), segments.INDEX)  # not looked at yet
+    clock[0] += policy.RECHECK_SECONDS
     with pytest.raises(exception.PolicyNotAuthorized):
         policy.authorize(enforcer, dict(MEMBER), segments.INDEX)
 

@@ -23,7 +23,7 @@ def index(req: ApiRequest) -> Reply:
     req.can(policies.INDEX)
     page = handlers.page(req)
     segment_uuid = req.route_args["segment_id"]
-    hosts_api.get_segment(req.state.db, segment_uuid)
+    segment = views.segment(hosts_api.get_segment(req.state.db, segment_uuid))
     filters: dict[str, Any] = handlers.filters(req, FILTERS)
     for name in FLAG_FILTERS:
         if name in req.params:
@@ -31,14 +31,14 @@ def index(req: ApiRequest) -> Reply:
     rows = hosts_api.list_(
         req.state.db, segment_uuid, filters, page.sort_keys, page.sort_dirs, page.limit, page.marker
     )
-    return ok({"hosts": [views.host(row) for row in rows]})
+    return ok({"hosts": [views.host(row, segment) for row in rows]})
 
 
 def show(req: ApiRequest) -> Reply:
     """GET .../hosts/{id}: 200 with the host and its segment."""
     req.can(policies.DETAIL)
-    row = hosts_api.get(req.state.db, req.route_args["segment_id"], req.route_args["id"])
-    return ok({"host": views.host(row)})
+    row, segment = hosts_api.get(req.state.db, req.route_args["segment_id"], req.route_args["id"])
+    return ok({"host": views.host(row, views.segment(segment))})
 
 
 def create(req: ApiRequest) -> Reply:
@@ -92,7 +92,7 @@ def recovery_plan(req: ApiRequest) -> Reply:
     now, from live Nova and Placement data; nothing changes."""
     req.can(policies.RECOVERY_PLAN)
     state = req.state
-    row = hosts_api.get(state.db, req.route_args["segment_id"], req.route_args["id"])
+    row, _segment = hosts_api.get(state.db, req.route_args["segment_id"], req.route_args["id"])
     found = plans.for_host(
         state.conf, state.db, nova.get_client(state.conf), placement.get_client(state.conf), row
     )
