@@ -208,9 +208,7 @@ instance.
     ),
 ]
 
-OPTS: list[cfg.Opt] = (
-    RPC_OPTS + NOTIFICATION_OPTS + DRIVER_OPTS + PROJECT_OPTS + EVACUATION_OPTS
-)
+OPTS: list[cfg.Opt] = RPC_OPTS + NOTIFICATION_OPTS + DRIVER_OPTS + PROJECT_OPTS + EVACUATION_OPTS
 
 
 def list_opts() -> list[tuple[str | cfg.OptGroup, list[cfg.Opt]]]:

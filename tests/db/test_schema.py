@@ -28,6 +28,7 @@ PROJECT_TABLES = (
     "masakari_instance_locks",
     "masakari_host_guards",
     "masakari_instance_plans",
+    "masakari_evacuation_slots",
 )
 
 

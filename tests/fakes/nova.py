@@ -725,9 +725,7 @@ class NovaSimulator:
         duration = self._rng.uniform(*self._delay)
         self.evacuations.append(Evacuation(None, server, dest, duration))
         self._start_queued(self.clock.now())
-        self.max_evacuations_in_flight = max(
-            self.max_evacuations_in_flight, len(self.evacuations)
-        )
+        self.max_evacuations_in_flight = max(self.max_evacuations_in_flight, len(self.evacuations))
 
     # --- lookups and views (lock held) -----------------------------------------------------
 
