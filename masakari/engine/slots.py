@@ -62,7 +62,9 @@ class EvacuationSlots:
                     continue  # another engine inserted the same number first: ask again
                 with self._cond:
                     if number is not None:
-                        heapq.heappop(self._queue)
+                        # A better waiter may have come in while the database answered.
+                        self._queue.remove(entry)
+                        heapq.heapify(self._queue)
                         self._held += 1
                         acquired = True
                         self._cond.notify_all()
