@@ -10,6 +10,7 @@ the state it reached, as the per-instance poll would have.
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import logging
 import threading
@@ -22,6 +23,8 @@ LOG = logging.getLogger(__name__)
 
 # Longest wait for an answer between two checks of the waiter's cancel flag and lease.
 CHECK = 0.5
+# Hosts listed at the same time.
+PARALLEL = 8
 
 
 @dataclasses.dataclass
@@ -58,16 +61,20 @@ class HostPoller:
             self._thread.join(timeout=5)
 
     def _loop(self) -> None:
-        while not self._stopping.is_set():
-            with self._cond:
-                hosts = list(self._watchers)
-            if not hosts:
-                self._wake.wait()
-                self._wake.clear()
-                continue
-            for host in hosts:
-                self.poll_host(host)
-            self._stopping.wait(self.interval)
+        with concurrent.futures.ThreadPoolExecutor(
+            max_workers=PARALLEL, thread_name_prefix="evacuation-poll"
+        ) as pool:
+            while not self._stopping.is_set():
+                with self._cond:
+                    hosts = list(self._watchers)
+                if not hosts:
+                    self._wake.wait()
+                    self._wake.clear()
+                    continue
+                started = self._clock.monotonic()
+                # A rack of hosts is listed at once, so that one round stays one interval.
+                list(pool.map(self.poll_host, hosts))
+                self._stopping.wait(max(0.0, self.interval - (self._clock.monotonic() - started)))
 
     def poll_host(self, host: str) -> None:
         """One list of the host's servers, handed to everyone waiting on the host."""

@@ -281,8 +281,10 @@ class NovaSimulator:
         # Rebuilds Nova runs at once (its computes' max_concurrent_builds, the storage): more
         # are accepted and wait for a slot, as Nova queues them. None: no limit.
         self.evacuation_limit = evacuation_limit
-        # Most evacuations accepted and not yet finished at one time (queued ones included).
+        # Most evacuations accepted and not yet finished at one time (queued ones included),
+        # and when each one finished (the simulator's clock).
         self.max_evacuations_in_flight = 0
+        self.evacuation_ends: list[float] = []
         self.service_down_time = service_down_time
         self.max_limit = max_limit
         # None: any password authenticates, like the conformance fake.
@@ -703,6 +705,7 @@ class NovaSimulator:
             if dest is not None and not dest.alive:
                 continue  # a destination that died meanwhile never rebuilds the instance
             self.evacuations.remove(ev)
+            self.evacuation_ends.append(ev.due or now)
             srv = self._server(ev.server)
             srv.task_state = None
             if ev.dest is not None:
