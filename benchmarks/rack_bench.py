@@ -61,6 +61,7 @@ from tests.fakes.nova import ADMIN_TOKEN, NovaSimulator  # noqa: E402
 REPO = Path(__file__).resolve().parents[1]
 SPARES = 10
 POLL = 0.5  # seconds between two looks at the notifications
+TRACE = False
 
 MODES: dict[str, tuple[Mode, dict[str, Any]]] = {
     "reference": (Mode("reference", reference=True), {}),
@@ -104,6 +105,7 @@ class Result:
     nova_gets: int = 0
     peak_gets_per_s: int = 0
     max_in_flight: int = 0
+    first_evacuation: float | None = None
     moved: int = 0
     error: str | None = None
 
@@ -248,6 +250,14 @@ def _observe(result: Result, sim: NovaSimulator, t0: float, failed: list[str], r
     result.peak_gets_per_s = max(buckets.values(), default=0)
     if ends:
         result.last_running = max(ends) - t0
+    evacuations = [
+        c.time - t0 for c in counted if isinstance(c.body, dict) and "evacuate" in c.body
+    ]
+    result.first_evacuation = min(evacuations, default=None)
+    if TRACE:
+        for c in counted:
+            what = next(iter(c.body)) if isinstance(c.body, dict) and len(c.body) == 1 else ""
+            print(f"  {c.time - t0:8.3f} {c.method} {c.path} {what} -> {c.status}")
     result.moved = sum(1 for host in hosts.values() if host not in failed)
 
 
@@ -321,6 +331,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--project-bin", type=Path, default=Path(sys.executable).parent)
     ap.add_argument("--workdir", type=Path, default=None)
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--trace", action="store_true", help="print each run's Nova calls")
     args = ap.parse_args(argv)
     if args.reference_python is not None:  # the runs start in their own directories
         args.reference_python = args.reference_python.absolute()
@@ -329,6 +340,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    global TRACE
+    TRACE = args.trace
     lo, hi = (float(x) for x in args.evacuate.split(","))
     rack = Rack(
         args.hosts,
