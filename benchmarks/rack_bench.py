@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import contextlib
 import dataclasses
 import json
 import math
@@ -38,6 +39,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +58,7 @@ from benchmarks.recovery_bench import (  # noqa: E402
 )
 from benchmarks.recovery_bound import evacuation_delays, makespan  # noqa: E402
 from benchmarks.recovery_procs import Api, BenchError, Proc, free_port, write_conf  # noqa: E402
+from tests.db import backends  # noqa: E402
 from tests.fakes.nova import ADMIN_TOKEN, NovaSimulator  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -149,11 +152,34 @@ def _conf(
     return conf
 
 
-def run_one(setup: Setup, name: str, rack: Rack) -> Result:
-    mode, extra = MODES[name]
+def run_one(setup: Setup, name: str, rack: Rack, database: str) -> Result:
     result = Result(name, bound=rack.bound())
     tmp = Path(tempfile.mkdtemp(prefix=f"rack-{name}-", dir=setup.workdir))
     (tmp / "locks").mkdir()
+    try:
+        with _database(database, tmp) as url:
+            _run(setup, name, rack, url, result, tmp)
+    except BenchError as exc:
+        result.status, result.error = "error", str(exc)
+    if result.error is None:
+        shutil.rmtree(tmp, ignore_errors=True)
+    else:
+        result.error += f" (logs in {tmp})"
+    return result
+
+
+@contextlib.contextmanager
+def _database(name: str, tmp: Path) -> Iterator[str]:
+    if name != "sqlite":
+        reason = backends.server_reachable(name)
+        if reason:
+            raise BenchError(reason)
+    with backends.temporary_database(name, str(tmp)) as url:
+        yield url
+
+
+def _run(setup: Setup, name: str, rack: Rack, url: str, result: Result, tmp: Path) -> None:
+    mode, extra = MODES[name]
     procs: list[Proc] = []
     failed = [f"rack-{h:02d}" for h in range(rack.hosts)]
     with NovaSimulator(
@@ -172,7 +198,9 @@ def run_one(setup: Setup, name: str, rack: Rack) -> Result:
                     )
             port = free_port()
             conf = tmp / "masakari.conf"
-            write_conf(conf, _conf(setup, mode, extra, sim, tmp, port, rack))
+            values = _conf(setup, mode, extra, sim, tmp, port, rack)
+            values["database"]["connection"] = url
+            write_conf(conf, values)
             procs = start(setup, mode, conf, port, tmp)
             api = Api(port, ADMIN_TOKEN, timeout=120)
             api.wait_ready(procs, setup.start_timeout)
@@ -225,11 +253,6 @@ def run_one(setup: Setup, name: str, rack: Rack) -> Result:
         finally:
             for p in reversed(procs):
                 p.stop()
-    if result.error is None:
-        shutil.rmtree(tmp, ignore_errors=True)
-    else:
-        result.error += f" (logs in {tmp})"
-    return result
 
 
 def _observe(result: Result, sim: NovaSimulator, t0: float, failed: list[str], rack: Rack) -> None:
@@ -327,6 +350,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--reference-python", type=Path, default=None)
     ap.add_argument("--reference-server", type=Path, default=DEFAULT_REFERENCE_SERVER)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--database", default="postgresql", choices=("sqlite", "postgresql"))
     ap.add_argument("--threads", type=int, default=3, help="host_failure_recovery_threads")
     ap.add_argument("--project-bin", type=Path, default=Path(sys.executable).parent)
     ap.add_argument("--workdir", type=Path, default=None)
@@ -374,14 +398,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(
         f"{rack.hosts} hosts x {rack.per_host} instances, evacuations {rack.delay[0]:g}-"
-        f"{rack.delay[1]:g} s, Nova limit {rack.nova_limit}, cap {rack.cap}, seed {rack.seed}; "
+        f"{rack.delay[1]:g} s, Nova limit {rack.nova_limit}, cap {rack.cap}, seed {rack.seed}, "
+        f"{args.database}; "
         f"bound {rack.bound():.1f} s",
         flush=True,
     )
     results = []
     for name in names:
         print(f"running {name} ...", flush=True)
-        r = run_one(setup, name, rack)
+        r = run_one(setup, name, rack, args.database)
         results.append(r)
         print(
             "  "
