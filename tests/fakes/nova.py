@@ -260,6 +260,12 @@ class Request:
 
 # --- the simulator ------------------------------------------------------------------------
 
+
+class _Server(ThreadingHTTPServer):
+    # A listen backlog like a real API server's: the standard library's 5 refuses
+    # connections when a rack's recoveries call at once.
+    request_queue_size = 1024
+
 Delay = float | tuple[float, float]
 
 
@@ -310,7 +316,7 @@ class NovaSimulator:
     # --- lifecycle -------------------------------------------------------------------------
 
     def start(self) -> NovaSimulator:
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self._httpd = _Server(("127.0.0.1", 0), _handler_for(self))
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
