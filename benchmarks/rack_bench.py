@@ -229,7 +229,7 @@ def _run(setup: Setup, name: str, rack: Rack, url: str, result: Result, tmp: Pat
                     )
                 )
             nids = {p["notification"]["notification_uuid"] for p in posted}
-            deadline = time.monotonic() + 120 + 4 * result.bound
+            deadline = time.monotonic() + 600 + 4 * result.bound
             statuses: dict[str, str] = {}
             while time.monotonic() < deadline:
                 status, body = api.request("GET", "/v1/notifications?limit=1000")
