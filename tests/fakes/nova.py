@@ -266,6 +266,7 @@ class _Server(ThreadingHTTPServer):
     # connections when a rack's recoveries call at once.
     request_queue_size = 1024
 
+
 Delay = float | tuple[float, float]
 
 
