@@ -84,8 +84,9 @@ def _moved(sim: NovaSimulator, servers: set) -> bool:
 def test_cap_holds_across_two_engines(any_db: Database) -> None:
     """Two engines of two notifications each could run 2 x 2 x 3 evacuations at once; the
     cap lets Nova see at most CAP, and every instance still ends up evacuated."""
-    with NovaSimulator(evacuate_delay=(0.2, 0.6), seed=3) as sim:
-        nids, servers = _rack(any_db, sim, hosts=4, per_host=4)
+    # Evacuations long enough that a loaded machine still fills every slot at once.
+    with NovaSimulator(evacuate_delay=(2.0, 3.0), seed=3) as sim:
+        nids, servers = _rack(any_db, sim, hosts=4, per_host=3)
         options = {
             "max_evacuations_in_flight": CAP,
             "wait_period_after_evacuation": 30,
