@@ -292,9 +292,14 @@ class _GuardedHTTPAdapter(requests.adapters.HTTPAdapter):
         }
 
 
+# Connections kept open to Nova: recoveries of a rack run many requests at once, and with
+# requests' default of 10 every request past the tenth opened and dropped a connection.
+POOL_SIZE = 64
+
+
 def _guard_transport(session: ks_session.Session) -> None:
     for prefix in ("http://", "https://"):
-        session.session.mount(prefix, _GuardedHTTPAdapter())
+        session.session.mount(prefix, _GuardedHTTPAdapter(pool_maxsize=POOL_SIZE))
 
 
 class NovaClient:

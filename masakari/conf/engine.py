@@ -173,7 +173,42 @@ the time a request takes to reach Nova.
     ),
 ]
 
-OPTS: list[cfg.Opt] = RPC_OPTS + NOTIFICATION_OPTS + DRIVER_OPTS + PROJECT_OPTS
+EVACUATION_OPTS: list[cfg.Opt] = [
+    cfg.IntOpt(
+        "max_evacuations_in_flight",
+        default=0,
+        min=0,
+        help=paragraphs(
+            """
+(masakari rewrite only) Most evacuations in flight against Nova at once, across
+every engine sharing the database: from the evacuate request until the engine
+sees the instance moved. Evacuations of all running notifications wait for a
+slot in priority order (HA-enabled instances first, then older notifications
+first), and host_failure_recovery_threads no longer limits a notification. A
+slot is held under the notification's claim: the slots of an engine that died
+are free again when its claims expire. 0 (the default) sets no cap: each
+notification evacuates host_failure_recovery_threads instances at once, as the
+reference does.
+"""
+        ),
+    ),
+    cfg.BoolOpt(
+        "evacuation_batched_polling",
+        default=False,
+        help=paragraphs(
+            """
+(masakari rewrite only) While instances are evacuating, ask Nova every
+verify_interval for the servers of each failed host with one
+``GET /servers/detail?all_tenants=True&host=...`` per host, instead of one
+``GET /servers/{id}`` per evacuating instance. An instance that left its host is
+read once to confirm its state. Off by default: the reference polls each
+instance.
+"""
+        ),
+    ),
+]
+
+OPTS: list[cfg.Opt] = RPC_OPTS + NOTIFICATION_OPTS + DRIVER_OPTS + PROJECT_OPTS + EVACUATION_OPTS
 
 
 def list_opts() -> list[tuple[str | cfg.OptGroup, list[cfg.Opt]]]:

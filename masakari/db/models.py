@@ -143,8 +143,8 @@ class VMove(_SoftDelete, Base):
     message: Mapped[str | None] = mapped_column(Text)
 
 
-# --- the project's own tables (migrations b6e0c1a2f9d4, e7a2c9d41f03, c3f1d8a7b2e5, after the
-# reference's head)
+# --- the project's own tables (migrations b6e0c1a2f9d4, e7a2c9d41f03, c3f1d8a7b2e5,
+# c3d5f7a9b1e2, a3d5f7c9e1b2, after the reference's head)
 
 
 class RecoveryTask(_Timestamps, Base):
@@ -259,6 +259,24 @@ class EngineHeartbeat(Base):
     host: Mapped[str] = mapped_column(String(255), nullable=False)
     started_at: Mapped[datetime.datetime] = mapped_column(DateTime, nullable=False)
     heartbeat_at: Mapped[datetime.datetime] = mapped_column(DateTime, nullable=False)
+
+
+class EvacuationSlot(Base):
+    """One of ``max_evacuations_in_flight`` slots, numbered from 0 (migration a3d5f7c9e1b2).
+
+    Held while its holder's claim on the notification lives (same owner and attempt, not
+    expired): a slot needs no renewal of its own, and the slots of an engine that died are
+    free when its claims expire. The primary key makes two holders of one number impossible.
+    """
+
+    __tablename__ = "masakari_evacuation_slots"
+
+    slot: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    notification_uuid: Mapped[str] = mapped_column(String(36), nullable=False)
+    owner: Mapped[str] = mapped_column(String(255), nullable=False)
+    attempt: Mapped[int] = mapped_column(Integer, nullable=False)
+    instance_uuid: Mapped[str] = mapped_column(String(36), nullable=False)
+    taken_at: Mapped[datetime.datetime] = mapped_column(DateTime, nullable=False)
 
 
 Index("recovery_tasks_notification_idx", RecoveryTask.notification_uuid)

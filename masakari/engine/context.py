@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from oslo_config import cfg
 
@@ -14,6 +14,10 @@ from masakari.engine.effects import Effects
 from masakari.engine.errors import Cancelled, PollTimeout
 from masakari.engine.lease import Lease
 from masakari.engine.ports import Clock, NovaReads
+
+if TYPE_CHECKING:
+    from masakari.engine.hostpoll import HostPoller
+    from masakari.engine.slots import EvacuationSlots
 
 __all__ = ["Cancelled", "Clock", "NovaReads", "PollTimeout", "RunContext"]
 
@@ -34,6 +38,9 @@ class RunContext:
     cancel: threading.Event = dataclasses.field(default_factory=threading.Event)
     # Why the flow failed, when it did: for the versioned process.error notification.
     failure: BaseException | None = None
+    # Shared by the engine's runs: the evacuation cap and the batched poll (None: off).
+    slots: EvacuationSlots | None = None
+    host_poller: HostPoller | None = None
 
     @property
     def notification_uuid(self) -> str:

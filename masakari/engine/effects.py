@@ -25,7 +25,7 @@ from sqlalchemy import orm
 
 from masakari import exception, metrics
 from masakari.compute.nova import send_guard
-from masakari.db import claims, failures, hosts, instances, progress, vmoves
+from masakari.db import claims, failures, hosts, instances, progress, slots, vmoves
 from masakari.db import statuses as st
 from masakari.db.database import Database, read, transaction
 from masakari.db.hosts import RecoveryHost
@@ -212,6 +212,28 @@ class Effects:
 
     def give_back_reserved_host(self, name: str) -> None:
         self._write(lambda session: hosts.give_back_reserved_host(session, name))
+
+    def take_evacuation_slot(self, cap: int, instance_uuid: str) -> int | None:
+        """A slot of the evacuation cap, taken under our claim; None while all are held."""
+        return self._write(
+            lambda s: slots.take(
+                s,
+                cap,
+                self.notification_uuid,
+                self.lease.owner,
+                self.lease.token,
+                instance_uuid,
+                self._clock.now(),
+            )
+        )
+
+    def give_back_evacuation_slot(self, number: int) -> None:
+        """Not fenced: giving a slot back is right whoever owns the claim now."""
+        transaction(
+            self._db,
+            lambda s: slots.give_back(s, number, self.lease.owner, self.lease.token),
+            retry_while=self.lease.check,
+        )
 
     def next_attempt(self) -> int:
         return self._write(lambda s: progress.next_attempt(s, self.notification_uuid))

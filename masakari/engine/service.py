@@ -31,15 +31,16 @@ from masakari.engine import logtag, tasks, wakeup
 from masakari.engine.context import RunContext
 from masakari.engine.effects import Effects
 from masakari.engine.errors import Cancelled
+from masakari.engine.hostpoll import HostPoller
 from masakari.engine.lease import Lease, LeaseLost
 from masakari.engine.ports import Clock, Nova
 from masakari.engine.recovery import dispatch
 from masakari.engine.recovery.flow import FlowTasks
+from masakari.engine.slots import EvacuationSlots
 
 LOG = logging.getLogger(__name__)
 
-# Notifications recovered at once by one engine, and retries on top of those.
-DEFAULT_WORKERS = 8
+# Retries recovered at once on top of [DEFAULT] executor_thread_pool_size new notifications.
 DEFAULT_RETRY_WORKERS = 2
 # Rows read by one poll; the sweep catches what a poll left behind.
 BATCH = 50
@@ -92,7 +93,7 @@ class EngineService:
         *,
         clock: Clock | None = None,
         owner: str | None = None,
-        workers: int = DEFAULT_WORKERS,
+        workers: int | None = None,
         retry_workers: int = DEFAULT_RETRY_WORKERS,
         sweep_interval: float = SWEEP_INTERVAL,
         flows: FlowTasks | None = None,
@@ -108,7 +109,9 @@ class EngineService:
         self.flows = flows or tasks.load_flows(conf)
         self.notifier = notifier.Notifier(conf, "masakari-engine")
         self.renew_interval, self.lease_term = lease_timing(conf)
-        self.workers = workers
+        # The reference's engine runs as many notifications at once as oslo.messaging's
+        # executor has threads: the same option, with its meaning, bounds this engine.
+        self.workers = workers or conf.executor_thread_pool_size
         self.retry_workers = retry_workers
         self.sweep_interval = sweep_interval
         self._tokens = itertools.count(1)
@@ -121,7 +124,14 @@ class EngineService:
         self._hwm = 0
         self._lwm = 0
         self._pool = concurrent.futures.ThreadPoolExecutor(
-            max_workers=workers + retry_workers, thread_name_prefix="recovery"
+            max_workers=self.workers + retry_workers, thread_name_prefix="recovery"
+        )
+        cap = conf.max_evacuations_in_flight
+        self.slots = EvacuationSlots(cap) if cap > 0 else None
+        self.host_poller = (
+            HostPoller(nova, conf.verify_interval, self.clock)
+            if conf.evacuation_batched_polling
+            else None
         )
         self._threads: list[threading.Thread] = []
         # Optional backends: a cast that ends the poll's wait early, and the election of the
@@ -133,6 +143,8 @@ class EngineService:
 
     def start(self) -> None:
         LOG.info("masakari-engine %s starting", self.owner)
+        if self.host_poller is not None:
+            self.host_poller.start()
         for target, name in (
             (self._loop, "engine-loop"),
             (self._heartbeat, "engine-claims"),
@@ -169,6 +181,8 @@ class EngineService:
             left = {w.notification_uuid: w.token for w in self._active.values()}
         if left:
             self._release(left)
+        if self.host_poller is not None:
+            self.host_poller.stop()
         self._pool.shutdown(wait=False, cancel_futures=True)
         try:
             transaction(self.db, lambda s: engines.forget(s, self.owner))
@@ -333,7 +347,14 @@ class EngineService:
         self.notifier.emit("notification.process.start", notifier.notification_payload(fields))
         effects = Effects(self.db, self.nova, self.clock, item.lease, notification_uuid)
         effects.reported_at = notification.generated_time
-        run = RunContext(conf=self.conf, effects=effects, clock=self.clock, cancel=item.cancel)
+        run = RunContext(
+            conf=self.conf,
+            effects=effects,
+            clock=self.clock,
+            cancel=item.cancel,
+            slots=self.slots,
+            host_poller=self.host_poller,
+        )
         started = self.clock.monotonic()
         try:
             outcome = dispatch.recover(run, self.flows, notification)

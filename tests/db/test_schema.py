@@ -31,6 +31,7 @@ PROJECT_TABLES = (
     "masakari_notification_holds",
     "masakari_notification_failures",
     "masakari_engine_heartbeats",
+    "masakari_evacuation_slots",
 )
 
 

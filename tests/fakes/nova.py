@@ -192,9 +192,12 @@ class Fault:
 
 @dataclasses.dataclass
 class Evacuation:
-    due: float
+    """An accepted evacuation: ``due`` is None while it waits for one of Nova's slots."""
+
+    due: float | None
     server: str
     dest: str | None
+    duration: float = 0.0
 
 
 @dataclasses.dataclass
@@ -261,6 +264,13 @@ class Request:
 
 # --- the simulator ------------------------------------------------------------------------
 
+
+class _Server(ThreadingHTTPServer):
+    # A listen backlog like a real API server's: the standard library's 5 refuses
+    # connections when a rack's recoveries call at once.
+    request_queue_size = 1024
+
+
 Delay = float | tuple[float, float]
 
 
@@ -276,8 +286,16 @@ class NovaSimulator:
         seed: int = 0,
         max_limit: int = 1000,
         users: Mapping[str, str] | None = None,
+        evacuation_limit: int | None = None,
     ) -> None:
         self.clock: Clock = clock or RealClock()
+        # Rebuilds Nova runs at once (its computes' max_concurrent_builds, the storage): more
+        # are accepted and wait for a slot, as Nova queues them. None: no limit.
+        self.evacuation_limit = evacuation_limit
+        # Most evacuations accepted and not yet finished at one time (queued ones included),
+        # and when each one finished (the simulator's clock).
+        self.max_evacuations_in_flight = 0
+        self.evacuation_ends: list[float] = []
         self.service_down_time = service_down_time
         self.max_limit = max_limit
         # None: any password authenticates, like the conformance fake.
@@ -307,7 +325,7 @@ class NovaSimulator:
     # --- lifecycle -------------------------------------------------------------------------
 
     def start(self) -> NovaSimulator:
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self._httpd = _Server(("127.0.0.1", 0), _handler_for(self))
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
@@ -482,7 +500,7 @@ class NovaSimulator:
 
     def load(self, spec: Mapping[str, Any]) -> None:
         """Adds the ``nova:`` section of a conformance scenario (services, servers,
-        aggregates, faults, evacuate_delay)."""
+        aggregates, faults, evacuate_delay, evacuation_limit)."""
         for s in spec.get("services") or []:
             self.add_service(**s)
         for s in spec.get("servers") or []:
@@ -511,6 +529,8 @@ class NovaSimulator:
             self.set_evacuate_delay((float(delay[0]), float(delay[-1])))
         elif delay is not None:
             self.set_evacuate_delay(float(delay))
+        if spec.get("evacuation_limit") is not None:
+            self.evacuation_limit = int(spec["evacuation_limit"])
 
     def set_evacuate_delay(self, delay: Delay, seed: int = 0) -> None:
         """Seconds (of the simulator's clock) an accepted evacuation takes: fixed or a
@@ -701,14 +721,27 @@ class NovaSimulator:
         return None
 
     def _tick(self) -> None:
-        """Completes the evacuations that are due and whose destination runs (lock held)."""
-        now, left = self.clock.now(), []
-        for ev in sorted(self.evacuations, key=lambda e: e.due):
+        """Completes the evacuations that are due and whose destination runs, in the order of
+        their ends, starting queued ones as Nova slots free up (lock held). Runs on every
+        request: the times are the exact ones whenever it runs."""
+        now = self.clock.now()
+        done: set[int] = set()
+        while True:
+            self._start_queued(now)
+            due = [
+                ev
+                for ev in self.evacuations
+                if ev.due is not None and ev.due <= now and id(ev) not in done
+            ]
+            if not due:
+                break
+            ev = min(due, key=lambda e: e.due or 0.0)
+            done.add(id(ev))
             dest = self._service_on(ev.dest) if ev.dest else None
-            if ev.due > now or (dest is not None and not dest.alive):
-                # a destination that died meanwhile never rebuilds the instance
-                left.append(ev)
-                continue
+            if dest is not None and not dest.alive:
+                continue  # a destination that died meanwhile never rebuilds the instance
+            self.evacuations.remove(ev)
+            self.evacuation_ends.append(ev.due or now)
             srv = self._server(ev.server)
             srv.task_state = None
             if ev.dest is not None:
@@ -716,7 +749,23 @@ class NovaSimulator:
                 srv.host = ev.dest
                 srv.vm_state = "active" if srv.vm_state == "error" else srv.vm_state
                 srv.power_state = 4 if srv.vm_state == "stopped" else 1
-        self.evacuations = left
+            self._start_queued(ev.due or now)
+
+    def _start_queued(self, at: float) -> None:
+        """Queued evacuations take the free Nova slots, oldest first, starting at ``at``."""
+        running = sum(1 for ev in self.evacuations if ev.due is not None)
+        for ev in self.evacuations:
+            if self.evacuation_limit is not None and running >= self.evacuation_limit:
+                return
+            if ev.due is None:
+                ev.due = at + ev.duration
+                running += 1
+
+    def _accept_evacuation(self, server: str, dest: str | None) -> None:
+        duration = self._rng.uniform(*self._delay)
+        self.evacuations.append(Evacuation(None, server, dest, duration))
+        self._start_queued(self.clock.now())
+        self.max_evacuations_in_flight = max(self.max_evacuations_in_flight, len(self.evacuations))
 
     # --- lookups and views (lock held) -----------------------------------------------------
 
@@ -1067,8 +1116,7 @@ def evacuate(sim: NovaSimulator, req: Request, srv: Server, arg: Any) -> tuple[i
             srv.id, sim._hypervisor_of(dest), srv.flavor.resources(), srv.tenant_id, srv.user_id
         )
     srv.task_state = "rebuilding"
-    lo, hi = sim._delay
-    sim.evacuations.append(Evacuation(sim.clock.now() + sim._rng.uniform(lo, hi), srv.id, dest))
+    sim._accept_evacuation(srv.id, dest)
     sim._tick()
     return 200, None
 

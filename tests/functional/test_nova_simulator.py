@@ -160,6 +160,30 @@ def _dues(seed: int) -> list[float]:
         return [e.due - clock.now() for e in sim.evacuations]
 
 
+def test_evacuations_past_the_limit_wait_for_a_slot(clock: FakeClock) -> None:
+    with NovaSimulator(clock=clock, evacuate_delay=10, evacuation_limit=2) as sim:
+        sim.add_service("compute-1", state="down")
+        sim.add_service("compute-2")
+        ids = [f"c0000000-0000-4000-8000-00000000000{i}" for i in range(3)]
+        for sid in ids:
+            sim.add_server(sid, host="compute-1")
+        nova = sim.client()
+        for sid in ids:
+            nova.evacuate(sid)  # all accepted: Nova queues what it cannot run yet
+
+        def hosts() -> list[str]:
+            return [nova.get_server(sid)["OS-EXT-SRV-ATTR:host"] for sid in ids]
+
+        assert sim.max_evacuations_in_flight == 3
+        clock.advance(10)
+        assert hosts() == ["compute-2", "compute-2", "compute-1"]
+        # the third started when the first two ended, 10 s after its request
+        clock.advance(9.9)
+        assert hosts()[2] == "compute-1"
+        clock.advance(0.1)
+        assert hosts()[2] == "compute-2"
+
+
 def test_evacuation_delays_come_from_a_seeded_generator() -> None:
     first = _dues(7)
     assert first == _dues(7)

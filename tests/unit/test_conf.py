@@ -59,6 +59,8 @@ PROJECT_ONLY = {
     ("metrics", "listen"): ("host address value", "127.0.0.1", None),
     ("metrics", "api_port"): ("port value", None, 0),
     ("metrics", "engine_port"): ("port value", None, 0),
+    ("DEFAULT", "max_evacuations_in_flight"): ("integer value", 0, 0),
+    ("DEFAULT", "evacuation_batched_polling"): ("boolean value", False, None),
 }
 
 # Defaults that depend on the machine; config-options.json holds the

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from masakari import exception
 from masakari.compute import placement
@@ -99,14 +100,49 @@ def restore(run: RunContext, instance_uuid: str, plan: Plan, resumed: bool = Fal
         run.effects.reset_state(instance_uuid, "error")
 
 
-def evacuate_and_confirm(run: RunContext, vmove: VMoveData, reserved_host: str | None) -> None:
+def _confirm(run: RunContext, instance_uuid: str, source: str | None, expected: Any) -> None:
+    """Wait until Nova shows the instance moved in the state it had; raise PollTimeout, or
+    InstanceEvacuateFailed when it went to error instead."""
+    conf = run.conf
+    nova = run.nova
+
+    def done(current: Server) -> bool:
+        state = current.get(VM_STATE)
+        if state == "error" and state != expected:
+            raise exception.InstanceEvacuateFailed(instance_uuid=instance_uuid)
+        if compute_host(current) != source:
+            return bool((expected == "error" and state == "active") or expected == state)
+        return False
+
+    poller = run.host_poller
+    if poller is None or source is None:
+        run.poll(
+            lambda: done(nova.get_server(instance_uuid)),
+            conf.verify_interval,
+            conf.wait_period_after_evacuation,
+        )
+        return
+
+    def judge(listed: Server | None) -> bool:
+        # Still listed on the failed host: its state says enough. Gone: read it once there.
+        return done(listed if listed is not None else nova.get_server(instance_uuid))
+
+    poller.wait(source, instance_uuid, judge, run.check, conf.wait_period_after_evacuation)
+
+
+def evacuate_and_confirm(
+    run: RunContext,
+    vmove: VMoveData,
+    reserved_host: str | None,
+    confirmed: Callable[[], None] | None = None,
+) -> None:
     """Evacuate one instance and confirm it; the vmove row tells how it went.
 
     The plan (the instance as first found) is recorded before the first change, so that an
     engine taking the notification over restores the same state, not the one this attempt
-    left behind (a reset to error, for one).
+    left behind (a reset to error, for one). ``confirmed`` is called once the evacuation is
+    no longer in flight in Nova as far as this run knows (seen done, failed or given up).
     """
-    conf = run.conf
     nova = run.nova
     effects = run.effects
     source = vmove.source_host
@@ -142,17 +178,11 @@ def evacuate_and_confirm(run: RunContext, vmove: VMoveData, reserved_host: str |
 
         effects.update_vmove(vmove.id, status=VMOVE_ONGOING, start_time=run.clock.now())
         effects.evacuate(vmove.instance_uuid, reserved_host)
-
-        def evacuated() -> bool:
-            current = nova.get_server(vmove.instance_uuid)
-            state = current.get(VM_STATE)
-            if state == "error" and state != expected:
-                raise exception.InstanceEvacuateFailed(instance_uuid=vmove.instance_uuid)
-            if compute_host(current) != source:
-                return (expected == "error" and state == "active") or expected == state
-            return False
-
-        run.poll(evacuated, conf.verify_interval, conf.wait_period_after_evacuation)
+        try:
+            _confirm(run, vmove.instance_uuid, source, expected)
+        finally:
+            if confirmed is not None:
+                confirmed()
         restore(run, vmove.instance_uuid, plan)
         dest = _hypervisor(nova.get_server(vmove.instance_uuid))
         effects.update_vmove(vmove.id, status=VMOVE_SUCCEEDED, dest_host=dest)
@@ -289,6 +319,77 @@ def _current_vmoves(ctx: TaskContext) -> list[VMoveData]:
     return ctx.effects.vmoves(ids=ids)
 
 
+def _wait_all(futures: list[concurrent.futures.Future[None]]) -> None:
+    for future in futures:
+        try:
+            future.result()
+        except Cancelled:
+            pass
+        except Exception:  # evacuate_and_confirm records its own failures
+            LOG.exception("Evacuation worker failed")
+
+
+def _evacuate_threads(ctx: TaskContext, vmoves: list[VMoveData], reserved_host: str | None) -> None:
+    """The reference's way: host_failure_recovery_threads evacuations of this host at once."""
+    threads = max(1, int(ctx.conf.host_failure_recovery_threads))
+    with concurrent.futures.ThreadPoolExecutor(
+        max_workers=threads, thread_name_prefix="evacuate"
+    ) as pool:
+        futures = []
+        for vmove in vmoves:
+            ctx.update_details(f"Evacuation of instance started: '{vmove.instance_uuid}'", 0.5)
+            futures.append(pool.submit(evacuate_and_confirm, ctx.run, vmove, reserved_host))
+        _wait_all(futures)
+
+
+def _evacuate_capped(
+    ctx: TaskContext, vmoves: list[VMoveData], reserved_host: str | None, ha_ids: set[str]
+) -> None:
+    """Under max_evacuations_in_flight: each evacuation starts once it holds a slot.
+
+    Slots go to the best priority among every running notification's next evacuation:
+    HA-enabled instances first, then notifications in the order this engine took them
+    (their claim tokens grow), then this notification's own order. A thread runs per slot
+    held, not per instance: the pool starts threads only as evacuations are submitted.
+    """
+    run = ctx.run
+    slots = run.slots
+    assert slots is not None
+    with concurrent.futures.ThreadPoolExecutor(
+        max_workers=max(1, min(len(vmoves), slots.cap)), thread_name_prefix="evacuate"
+    ) as pool:
+        futures: list[concurrent.futures.Future[None]] = []
+        try:
+            for position, vmove in enumerate(vmoves):
+                rank = 0 if vmove.instance_uuid in ha_ids else 1
+                number = slots.acquire(run, (rank, run.lease.token, position), vmove.instance_uuid)
+                ctx.update_details(f"Evacuation of instance started: '{vmove.instance_uuid}'", 0.5)
+                futures.append(pool.submit(_evacuate_in_slot, run, vmove, reserved_host, number))
+        except Cancelled:
+            pass  # the evacuations already started end first; run.check() then stops the run
+        finally:
+            _wait_all(futures)
+
+
+def _evacuate_in_slot(
+    run: RunContext, vmove: VMoveData, reserved_host: str | None, number: int
+) -> None:
+    slots = run.slots
+    assert slots is not None
+    released = False
+
+    def release() -> None:
+        nonlocal released
+        if not released:
+            released = True
+            slots.release(run, number)
+
+    try:
+        evacuate_and_confirm(run, vmove, reserved_host, confirmed=release)
+    finally:
+        release()
+
+
 @task("EvacuateInstancesTask")
 def evacuate_instances(ctx: TaskContext) -> None:
     """Evacuate this attempt's instances, host_failure_recovery_threads at a time."""
@@ -311,21 +412,10 @@ def evacuate_instances(ctx: TaskContext) -> None:
     if reserved_host:
         _enable_reserved_host(ctx, host_name, reserved_host)
 
-    threads = max(1, int(ctx.conf.host_failure_recovery_threads))
-    with concurrent.futures.ThreadPoolExecutor(
-        max_workers=threads, thread_name_prefix="evacuate"
-    ) as pool:
-        futures = []
-        for vmove in vmoves:
-            ctx.update_details(f"Evacuation of instance started: '{vmove.instance_uuid}'", 0.5)
-            futures.append(pool.submit(evacuate_and_confirm, ctx.run, vmove, reserved_host))
-        for future in futures:
-            try:
-                future.result()
-            except Cancelled:
-                pass
-            except Exception:  # evacuate_and_confirm records its own failures
-                LOG.exception("Evacuation worker failed")
+    if ctx.run.slots is None:
+        _evacuate_threads(ctx, vmoves, reserved_host)
+    else:
+        _evacuate_capped(ctx, vmoves, reserved_host, ctx.store.ha_instance_ids or set())
     ctx.run.check()
 
     final = ctx.effects.vmoves(ids=[v.id for v in everything])

@@ -1,0 +1,80 @@
+"""Evacuation slots on every backend: a slot lives exactly as long as the claim it names."""
+
+from __future__ import annotations
+
+import datetime
+
+import pytest
+
+from masakari.db import slots
+from masakari.db.database import DUPLICATE_ERRORS, Database, transaction
+from masakari.db.models import EvacuationSlot, NotificationClaim
+
+NOW = datetime.datetime(2026, 11, 30, 12, 0, 0)
+LATER = NOW + datetime.timedelta(seconds=30)
+
+
+def _claim(db: Database, nid: str, owner: str, attempt: int, expires_at: datetime.datetime):
+    with db.writer() as s:
+        s.merge(
+            NotificationClaim(
+                notification_uuid=nid, owner=owner, attempt=attempt, expires_at=expires_at
+            )
+        )
+
+
+def _take(db: Database, nid: str, owner: str, attempt: int, now=NOW, cap=2) -> int | None:
+    return transaction(
+        db, lambda s: slots.take(s, cap, nid, owner, attempt, f"vm-{nid}-{owner}", now)
+    )
+
+
+def _held(db: Database, now=NOW, cap=2) -> int:
+    with db.reader() as s:
+        return slots.held(s, cap, now)
+
+
+def test_cap_dead_claims_and_give_back(db: Database) -> None:
+    _claim(db, "n1", "a", 1, LATER)
+    _claim(db, "n2", "b", 1, LATER + datetime.timedelta(seconds=60))
+    assert _take(db, "n1", "a", 1) == 0
+    assert _take(db, "n2", "b", 1) == 1
+    assert _take(db, "n2", "b", 1) is None  # the cap is 2
+    assert _held(db) == 2
+    # Engine a's claim expires (it died): its slot is free without anyone giving it back.
+    assert _held(db, now=LATER + datetime.timedelta(seconds=1)) == 1
+    _claim(db, "n3", "c", 1, LATER + datetime.timedelta(seconds=60))
+    assert _take(db, "n3", "c", 1, now=LATER + datetime.timedelta(seconds=1)) == 0
+    # A claim taken over (same notification, new owner) does not revive the old slot.
+    _claim(db, "n2", "c", 2, LATER + datetime.timedelta(seconds=60))
+    assert _held(db) == 1
+    transaction(db, lambda s: slots.give_back(s, 0, "c", 1))
+    transaction(db, lambda s: slots.give_back(s, 1, "x", 9))  # not ours: left alone
+    with db.reader() as s:
+        assert {r.slot for r in s.query(EvacuationSlot)} == {1}
+
+
+def test_a_number_inserted_twice_is_refused(db: Database) -> None:
+    _claim(db, "n1", "a", 1, LATER)
+    with db.writer() as s:
+        s.add(
+            EvacuationSlot(
+                slot=0,
+                notification_uuid="n1",
+                owner="a",
+                attempt=1,
+                instance_uuid="vm",
+                taken_at=NOW,
+            )
+        )
+    with pytest.raises(DUPLICATE_ERRORS), db.writer() as s:
+        s.add(
+            EvacuationSlot(
+                slot=0,
+                notification_uuid="n1",
+                owner="a",
+                attempt=1,
+                instance_uuid="vm2",
+                taken_at=NOW,
+            )
+        )
