@@ -93,13 +93,16 @@ def _segment_object(row: Any) -> Payload:
     return versioned("FailoverSegment", data)
 
 
-def host_fields(row: Any) -> dict[str, Any]:
+def host_fields(row: Any, segment: Any = None) -> dict[str, Any]:
+    """``segment``: the host's segment when ``row`` is a plain row (the API's reads)."""
+    if segment is None:
+        segment = row.failover_segment
     return {
         "id": getattr(row, "id", _UNSET),
         "uuid": getattr(row, "uuid", _UNSET),
         "name": row.name,
         "failover_segment_id": row.failover_segment_id,
-        "failover_segment": _segment_object(row.failover_segment),
+        "failover_segment": _segment_object(segment),
         "type": row.type,
         "reserved": bool(row.reserved),
         "control_attributes": row.control_attributes,

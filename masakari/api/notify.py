@@ -95,7 +95,7 @@ def host_change(
     n = req.state.notifier
     if not n.enabled:
         return change()
-    before = notifier.host_fields(hosts_api.get(req.state.db, segment_uuid, host_uuid))
+    before = notifier.host_fields(*hosts_api.get(req.state.db, segment_uuid, host_uuid))
     if action == "delete":
         after = {k: v for k, v in before.items() if k != "id"}
         return _around(
