@@ -106,7 +106,10 @@ def test_segments_hosts_notifications_and_vmoves(cloud: Cloud) -> None:
     )
     assert created.returncode == 0, created.stderr
     notification = json.loads(created.stdout)
-    assert (notification["status"], notification["type"]) == ("new", "COMPUTE_HOST")
+    # The CLI shows the notification with a GET after its POST: the engine may have taken it
+    # by then.
+    assert notification["type"] == "COMPUTE_HOST"
+    assert notification["status"] in ("new", "running", "finished")
     assert notification["payload"] == payload
     nid = notification["notification_uuid"]
     _wait_finished(cloud, nid)
