@@ -1,6 +1,6 @@
 """Ordering groups against the simulator: a later group's first evacuation request reaches
-Nova only once every instance of the group before it is ACTIVE on its new host, with or
-without the evacuation cap, and the plan shows the groups the engine then follows; a group
+Nova only once every instance of the group before it is ACTIVE on its new host (threads,
+the evacuation cap, batched polling), and the plan shows the groups the engine then follows; a group
 that does not settle in group_start_timeout lets the next one go, and the progress says so."""
 
 from __future__ import annotations
@@ -62,10 +62,14 @@ def _evacuate_times(sim: NovaSimulator) -> dict[str, float]:
     return sent
 
 
-@pytest.mark.parametrize("cap", [0, 2], ids=["threads", "capped"])
-def test_a_group_starts_once_the_previous_one_is_active(db, sim, engine_factory, cap):
+@pytest.mark.parametrize(
+    ("cap", "batched"), [(0, False), (2, False), (0, True)], ids=["threads", "capped", "batched"]
+)
+def test_a_group_starts_once_the_previous_one_is_active(db, sim, engine_factory, cap, batched):
     sim.set_evacuate_delay(1.5)
-    conf = make_conf(sim, **GROUPED, max_evacuations_in_flight=cap)
+    conf = make_conf(
+        sim, **GROUPED, max_evacuations_in_flight=cap, evacuation_batched_polling=batched
+    )
     failed, vms = _failure(db, sim)
     names = {v: k for k, v in vms.items()}
 
