@@ -388,7 +388,7 @@ def build(
 
 
 def _steps(placed: Sequence[tuple[Instance, str | None]], aware: bool, target: str) -> list[Step]:
-    """``target``: where the engine sends each evacuation (a reserved host, or SCHEDULER)."""
+    """The auto flow's steps: ``target`` (SCHEDULER) is where each evacuation is sent."""
     steps = []
     for inst, where in placed:
         if where is not None:
