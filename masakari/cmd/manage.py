@@ -161,21 +161,39 @@ def host_plan(conf: cfg.ConfigOpts) -> None:
         print(json.dumps({"recovery_plan": view}, indent=2, sort_keys=True))
         return
     print(f"Host {view['host']} ({view['recovery_method']}): {view['verdict']}")
+    grouped = view["options"]["order_in_groups"]
     for n, step in enumerate(view["instances"], 1):
         prio = "-" if step["priority"] is None else step["priority"]
-        target = step["target"] or "(left behind)"
+        target = " then ".join(step["attempts"]) if len(step["attempts"]) > 1 else step["target"]
         ha = "HA" if step["ha_enabled"] else "  "
-        print(f"{n:4} {step['instance_id']} {ha} prio {prio:>4} -> {target}")
+        group = "" if not grouped else " group " + _dash(step["group"]).rjust(3)
+        print(
+            f"{n:4} {step['instance_id']} {ha} prio {prio:>4}{group} -> {target or '(left behind)'}"
+        )
         if step["reason"]:
             print(f"       {step['reason']}")
     for item in view["not_evacuated"]:
         print(f"   - {item['instance_id']} not evacuated: {item['reason']}")
+    if view["groups"]:
+        print(
+            "Ordering groups, in the order they start: "
+            + ", ".join(f"{_dash(g['group'])} ({len(g['instances'])})" for g in view["groups"])
+        )
     if view["reserved_hosts"]:
-        print("Reserved hosts, in the order tried: " + ", ".join(view["reserved_hosts"]))
+        print("Reserved hosts, in the order tried:")
+    for attempt in view["reserved_host_attempts"]:
+        print(
+            f"   {attempt['host']}: {len(attempt['sent'])} sent, {len(attempt['fits'])} with room"
+            + (f"; {attempt['reason']}" if attempt["reason"] else "")
+        )
     if view["then"]:
         print(f"If that fails: {view['then']}")
     for message in view["messages"]:
         print(message)
+
+
+def _dash(value: Any) -> str:
+    return "-" if value is None else str(value)
 
 
 def segment_check(conf: cfg.ConfigOpts) -> None:

@@ -125,6 +125,45 @@ reference does.
 """
         ),
     ),
+    cfg.BoolOpt(
+        "order_in_groups",
+        default=False,
+        help=paragraphs(
+            """
+(masakari rewrite only) Evacuate in ordering groups: the instances whose
+metadata key ``[host_failure]/group_instance_metadata_key`` holds an integer
+form one group per number, lower numbers first, and the instances without one
+a last group. A group's evacuations are sent only once every evacuation of the
+previous group has ended (the instance runs again elsewhere, or its evacuation
+failed), or after ``[host_failure]/group_start_timeout`` seconds. Inside a
+group the usual order applies (HA-enabled first, then priorities). False keeps
+the reference's order.
+"""
+        ),
+    ),
+    cfg.StrOpt(
+        "group_instance_metadata_key",
+        default="HA_Group",
+        help=paragraphs(
+            """
+(masakari rewrite only) Instance metadata key holding an instance's ordering
+group (an integer, lower groups first), read when
+``[host_failure]/order_in_groups`` is true and by recovery plans.
+"""
+        ),
+    ),
+    cfg.IntOpt(
+        "group_start_timeout",
+        default=600,
+        min=1,
+        help=paragraphs(
+            """
+(masakari rewrite only) Longest wait, in seconds, for an ordering group's
+evacuations to end before the next group starts anyway (the progress says
+which instances were still moving). The late evacuations go on.
+"""
+        ),
+    ),
 ]
 
 INSTANCE_OPTS: list[cfg.Opt] = [

@@ -4,7 +4,9 @@ target choice the engine itself uses, so that a plan predicts the recovery it de
 The engine calls :func:`order` (always), :func:`rank_reserved_hosts` and :func:`fit` (with
 ``[host_failure]/capacity_aware_targets``); :func:`build` runs the same functions on live Nova
 and Placement data for ``GET .../recovery_plan`` and ``masakari-manage host plan``, changing
-nothing.
+nothing. With ``[host_failure]/order_in_groups`` the instances are ordered by ordering group
+first (integer group numbers, lower first, ungrouped last); the engine starts a group once the
+previous one has settled (masakari.engine.recovery.groups).
 
 Capacity is Placement's: a target's free room is its (total - reserved) * allocation_ratio
 minus its usage, per resource class; an instance needs what its flavor allocates. Targets are
@@ -54,6 +56,7 @@ class Instance:
     priority: int | None
     resources: Resources
     vm_state: str | None = None
+    group: int | None = None
 
     @classmethod
     def of(cls, server: Mapping[str, Any], conf: cfg.ConfigOpts) -> Instance:
@@ -66,11 +69,13 @@ class Instance:
             priority=priority_of(metadata, options.priority_instance_metadata_key),
             resources=flavor_resources(server),
             vm_state=server.get("OS-EXT-STS:vm_state"),
+            group=priority_of(metadata, options.group_instance_metadata_key),
         )
 
 
 def priority_of(metadata: Mapping[str, str], key: str) -> int | None:
-    """The integer under ``key``; anything else (absent, "high", "1.5") is no priority."""
+    """The integer under ``key``; anything else (absent, "high", "1.5") is none (no priority,
+    no group)."""
     try:
         return int(str(metadata[key]).strip())
     except (KeyError, ValueError):
@@ -82,19 +87,23 @@ def order(
     instance_id: Callable[[T], str],
     ha_ids: Iterable[str] | None,
     priorities: Mapping[str, int | None] | None,
+    groups: Mapping[str, int | None] | None = None,
 ) -> list[T]:
-    """``items`` (in the reference's order) reordered: HA-enabled first; with ``priorities``,
-    inside each group those with a priority, higher first, then those without. Stable, so
-    without priorities this is the order the engine always used."""
+    """``items`` (in the reference's order) reordered: with ``groups``, by ordering group
+    (lower number first, ungrouped last); then HA-enabled first; with ``priorities``, inside
+    each of these those with a priority, higher first, then those without. Stable, so without
+    priorities and groups this is the order the engine always used."""
     ha = set(ha_ids or ())
 
-    def key(item: T) -> tuple[int, int, int]:
+    def key(item: T) -> tuple[int, int, int, int, int]:
         iid = instance_id(item)
-        group = 0 if iid in ha else 1
+        number = None if groups is None else groups.get(iid)
+        ordering = (1, 0) if number is None else (0, number)
+        rank = 0 if iid in ha else 1
+        prio = None if priorities is None else priorities.get(iid)
         if priorities is None:
-            return group, 0, 0
-        prio = priorities.get(iid)
-        return (group, 1, 0) if prio is None else (group, 0, -prio)
+            return *ordering, rank, 0, 0
+        return (*ordering, rank, 1, 0) if prio is None else (*ordering, rank, 0, -prio)
 
     return sorted(items, key=key)
 
@@ -104,6 +113,13 @@ def priorities(instances: Iterable[Instance], conf: cfg.ConfigOpts) -> dict[str,
     if not conf.host_failure.order_by_priority:
         return None
     return {i.id: i.priority for i in instances}
+
+
+def groups(instances: Iterable[Instance], conf: cfg.ConfigOpts) -> dict[str, int | None] | None:
+    """The ordering groups :func:`order` takes: None unless ``order_in_groups`` is on."""
+    if not conf.host_failure.order_in_groups:
+        return None
+    return {i.id: i.group for i in instances}
 
 
 def fit(
@@ -154,7 +170,13 @@ def select(
             skipped.append((inst, "not HA-enabled (evacuate_all_instances is false)"))
     # The engine records ha + others in that order, then sorts its rows newest first.
     selected = list(reversed(ha + others))
-    ordered = order(selected, lambda i: i.id, {i.id for i in ha}, priorities(selected, conf))
+    ordered = order(
+        selected,
+        lambda i: i.id,
+        {i.id for i in ha},
+        priorities(selected, conf),
+        groups(selected, conf),
+    )
     return ordered, skipped
 
 
@@ -202,6 +224,8 @@ class Step:
     target: str | None  # a reserved host, SCHEDULER, or None when it is left behind
     fits: bool | None  # None: capacity not known (no target)
     reason: str | None = None
+    # Where its evacuation is sent, in order: a reserved host per reserved-host attempt.
+    attempts: list[str] = dataclasses.field(default_factory=list)
 
     def view(self) -> dict[str, Any]:
         return {
@@ -209,9 +233,29 @@ class Step:
             "name": self.instance.name,
             "ha_enabled": self.instance.ha,
             "priority": self.instance.priority,
+            "group": self.instance.group,
             "resources": dict(self.instance.resources),
             "target": self.target,
             "fits": self.fits,
+            "reason": self.reason,
+            "attempts": list(self.attempts),
+        }
+
+
+@dataclasses.dataclass
+class Candidate:
+    """A reserved host as the reserved-host flow tries it."""
+
+    host: str
+    sent: list[str]  # the instances evacuated to it, in order
+    fitting: list[str]  # those of ``sent`` it has room for
+    reason: str | None  # why the flow goes on to the next one, or does not use this one
+
+    def view(self) -> dict[str, Any]:
+        return {
+            "host": self.host,
+            "sent": list(self.sent),
+            "fits": list(self.fitting),
             "reason": self.reason,
         }
 
@@ -226,6 +270,8 @@ class Plan:
     reserved_hosts: list[str]
     then: str | None  # what the method tries when the first flow fails
     messages: list[str]
+    candidates: list[Candidate] = dataclasses.field(default_factory=list)
+    grouped: bool = False
 
     @property
     def verdict(self) -> str:
@@ -244,6 +290,19 @@ class Plan:
     def left_behind(self) -> list[str]:
         return [s.instance.id for s in self.steps if s.fits is False]
 
+    def groups(self) -> list[dict[str, Any]]:
+        """The ordering groups in the order they start, with their instances (those sent)."""
+        if not self.grouped:
+            return []
+        found: list[dict[str, Any]] = []
+        for step in self.steps:
+            if not step.attempts:
+                continue
+            if not found or found[-1]["group"] != step.instance.group:
+                found.append({"group": step.instance.group, "instances": []})
+            found[-1]["instances"].append(step.instance.id)
+        return found
+
     def view(self) -> dict[str, Any]:
         return {
             "host": self.host,
@@ -251,12 +310,14 @@ class Plan:
             "options": dict(self.options),
             "verdict": self.verdict,
             "instances": [s.view() for s in self.steps],
+            "groups": self.groups(),
             "left_behind": self.left_behind,
             "not_evacuated": [
                 {"instance_id": i.id, "name": i.name, "reason": reason}
                 for i, reason in self.not_evacuated
             ],
             "reserved_hosts": list(self.reserved_hosts),
+            "reserved_host_attempts": [c.view() for c in self.candidates],
             "then": self.then,
             "messages": list(self.messages),
         }
@@ -279,26 +340,23 @@ def build(
     instances, skipped = select(nova.list_servers_on_host(host), conf)
     messages: list[str] = []
     reserved = list(reserved_hosts)
+    candidates: list[Candidate] = []
     if recovery_method in (RESERVED_HOST, RH_PRIORITY) and aware:
         reserved = rank_reserved_hosts(reserved, instances, placement)
-    first_reserved = recovery_method in (RESERVED_HOST, RH_PRIORITY)
-    if first_reserved and not reserved:
-        messages.append("No usable reserved host in the segment: the reserved-host flow fails.")
-    if first_reserved and not reserved:
-        steps = [Step(i, None, False, "no reserved host") for i in instances]
+    if recovery_method in (RESERVED_HOST, RH_PRIORITY):
+        if not reserved:
+            messages.append("No usable reserved host in the segment: the reserved-host flow fails.")
+        steps, candidates = _reserved_steps(nova, placement, instances, reserved, aware, messages)
     else:
-        target = reserved[0] if first_reserved else SCHEDULER
-        names = (
-            reserved[:1] if first_reserved else usable_peers(nova, [p for p in peers if p != host])
-        )
-        if not first_reserved and not names:
+        names = usable_peers(nova, [p for p in peers if p != host])
+        if not names:
             messages.append("No other host of the segment has nova-compute enabled and up.")
         try:
-            steps = _steps(fit(instances, copies(placement, names)), aware, target)
+            steps = _steps(fit(instances, copies(placement, names)), aware, SCHEDULER)
         except UnknownCapacity as exc:
             # As the engine: without capacity data everything is sent.
             messages.append(f"{exc.message} Capacity not checked.")
-            steps = [Step(i, target, None, "capacity unknown") for i in instances]
+            steps = [Step(i, SCHEDULER, None, "capacity unknown", [SCHEDULER]) for i in instances]
     need: Resources = {}
     for inst in instances:
         need = add(need, inst.resources)
@@ -315,28 +373,106 @@ def build(
             "order_by_priority": bool(options.order_by_priority),
             "priority_instance_metadata_key": options.priority_instance_metadata_key,
             "capacity_aware_targets": aware,
+            "order_in_groups": bool(options.order_in_groups),
+            "group_instance_metadata_key": options.group_instance_metadata_key,
+            "group_start_timeout": options.group_start_timeout,
         },
         steps=steps,
         not_evacuated=skipped,
         reserved_hosts=reserved if recovery_method != AUTO else [],
         then=then,
         messages=messages,
+        candidates=candidates,
+        grouped=bool(options.order_in_groups),
     )
 
 
 def _steps(placed: Sequence[tuple[Instance, str | None]], aware: bool, target: str) -> list[Step]:
-    """``target``: where the engine sends each evacuation (a reserved host, or SCHEDULER)."""
+    """The auto flow's steps: ``target`` (SCHEDULER) is where each evacuation is sent."""
     steps = []
     for inst, where in placed:
         if where is not None:
-            steps.append(Step(inst, target, True))
+            steps.append(Step(inst, target, True, None, [target]))
         elif aware:
             steps.append(Step(inst, None, False, no_room(inst)))
         else:
             # Sent anyway, as the reference does; Nova's scheduler then refuses it.
             reason = no_room(inst) + " Sent anyway (capacity_aware_targets is off): Nova fails it."
-            steps.append(Step(inst, target, False, reason))
+            steps.append(Step(inst, target, False, reason, [target]))
     return steps
+
+
+def _reserved_steps(
+    nova: Reads,
+    placement: Capacities,
+    instances: Sequence[Instance],
+    reserved: Sequence[str],
+    aware: bool,
+    messages: list[str],
+) -> tuple[list[Step], list[Candidate]]:
+    """The reserved-host flow, one reserved host after the other as the engine tries them:
+    each attempt evacuates what is still on the failed host (in order) to one spare; an
+    attempt with an evacuation that fails (no room) makes the flow try the next spare."""
+    remaining = list(instances)
+    attempts: dict[str, list[str]] = {i.id: [] for i in instances}
+    landed: dict[str, str] = {}
+    unknown: set[str] = set()
+    candidates: list[Candidate] = []
+    usable = False  # a reserved host was tried for room
+    for name in reserved:
+        if not remaining:
+            candidates.append(Candidate(name, [], [], "not needed"))
+            continue
+        if not nova.find_compute_services(name):
+            reason = "no nova-compute service in Nova: enabling it fails, the next one is tried"
+            candidates.append(Candidate(name, [], [], reason))
+            continue
+        cap = placement.host_capacity(name)
+        if cap is None:
+            # As the engine: with unknown capacity everything is sent, and assumed to land.
+            messages.append(f"Placement has no resource provider named '{name}': capacity unknown.")
+            ids = [i.id for i in remaining]
+            for i in ids:
+                attempts[i].append(name)
+                landed[i] = name
+            unknown.update(ids)
+            candidates.append(Candidate(name, ids, ids, "capacity unknown"))
+            remaining = []
+            continue
+        usable = True
+        fitted = fit(remaining, [cap])
+        room = [i for i, where in fitted if where is not None]
+        rest = [i for i, where in fitted if where is None]
+        sent = remaining if not aware else room
+        for inst in sent:
+            attempts[inst.id].append(name)
+        for inst in room:
+            landed[inst.id] = name
+        full: str | None = None
+        if rest:
+            full = (
+                f"room for {len(room)} of {len(remaining)}: "
+                + ("the others are not sent" if aware else "Nova fails the others")
+                + ", then the next reserved host is tried"
+            )
+        candidates.append(Candidate(name, [i.id for i in sent], [i.id for i in room], full))
+        remaining = rest
+    steps = []
+    for inst in instances:
+        tried = attempts[inst.id]
+        if inst.id in unknown:
+            steps.append(Step(inst, landed[inst.id], None, "capacity unknown", tried))
+        elif inst.id in landed:
+            earlier = tried[:-1]
+            why = f"No room on {', '.join(earlier)} first." if earlier else None
+            steps.append(Step(inst, landed[inst.id], True, why, tried))
+        elif not tried:
+            why = no_room(inst) + " No reserved host has room." if usable else "no reserved host"
+            steps.append(Step(inst, None, False, why))
+        else:
+            reason = no_room(inst) + " Sent anyway (capacity_aware_targets is off): Nova fails it."
+            steps.append(Step(inst, tried[-1], False, reason, tried))
+    return steps, candidates
 
 
 def no_room(inst: Instance) -> str:

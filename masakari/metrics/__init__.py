@@ -39,6 +39,8 @@ class Instruments:
     nova_errors: Counter
     claims: Counter
     takeovers: Counter
+    capacity_shortfalls: Counter
+    left_behind: Counter
 
 
 def multiprocess() -> bool:
@@ -98,6 +100,19 @@ def instruments() -> Instruments:
             "Notifications an engine took over from an engine that stopped renewing its claim.",
             registry=registry,
         ),
+        capacity_shortfalls=Counter(
+            "masakari_capacity_shortfalls",
+            "Host recovery attempts that found, in Placement, no room for some of the failed "
+            "host's instances, by target (scheduler or reserved_host).",
+            ["target"],
+            registry=registry,
+        ),
+        left_behind=Counter(
+            "masakari_instances_left_behind",
+            "Instances host recovery did not send to Nova for lack of room, by target.",
+            ["target"],
+            registry=registry,
+        ),
     )
 
 
@@ -123,6 +138,11 @@ def claim_taken() -> None:
 
 def takeover() -> None:
     instruments().takeovers.inc()
+
+
+def capacity_shortfall(target: str, left_behind: int) -> None:
+    instruments().capacity_shortfalls.labels(target).inc()
+    instruments().left_behind.labels(target).inc(left_behind)
 
 
 @contextlib.contextmanager

@@ -296,6 +296,8 @@ class NovaSimulator:
         # and when each one finished (the simulator's clock).
         self.max_evacuations_in_flight = 0
         self.evacuation_ends: list[float] = []
+        # When each server last arrived on an evacuation's destination (simulator clock).
+        self.arrivals: dict[str, float] = {}
         self.service_down_time = service_down_time
         self.max_limit = max_limit
         # None: any password authenticates, like the conformance fake.
@@ -747,6 +749,7 @@ class NovaSimulator:
             if ev.dest is not None:
                 self.placement.free(srv.id, self._hypervisor_of(srv.host))
                 srv.host = ev.dest
+                self.arrivals[srv.id] = ev.due or now
                 srv.vm_state = "active" if srv.vm_state == "error" else srv.vm_state
                 srv.power_state = 4 if srv.vm_state == "stopped" else 1
             self._start_queued(ev.due or now)

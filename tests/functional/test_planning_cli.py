@@ -93,6 +93,28 @@ def test_host_plan_text_and_json(sim, db, conf_file, capsys):
     assert code == 1 and "nowhere could not be found" in err
 
 
+def test_host_plan_text_shows_groups_and_every_reserved_host_tried(sim, db, conf_file, capsys):
+    sim.add_service("compute-1", vcpus=8)
+    sim.add_service("spare-small", status="disabled", vcpus=2)
+    sim.add_service("spare-big", status="disabled", vcpus=8)
+    vm = sim.add_server(host="compute-1", flavor=LARGE, metadata={"HA_Group": "3"})
+    seg = add_segment(db, "reserved_host")
+    add_host(db, seg, "compute-1")
+    add_host(db, seg, "spare-big", reserved=True)
+    add_host(db, seg, "spare-small", reserved=True)
+    conf = conf_file("[host_failure]", "order_in_groups = true")
+    code, out, _ = run(capsys, conf, "host", "plan", "compute-1")
+    assert code == 0
+    lines = out.splitlines()
+    assert f"   1 {vm}    prio    - group   3 -> spare-small then spare-big" in lines
+    assert "Ordering groups, in the order they start: 3 (1)" in lines
+    assert lines[lines.index("Reserved hosts, in the order tried:") + 1 :][:2] == [
+        "   spare-small: 1 sent, 0 with room; room for 0 of 1: Nova fails the others, "
+        "then the next reserved host is tried",
+        "   spare-big: 1 sent, 1 with room",
+    ]
+
+
 def test_doctor_passes_a_healthy_segment(sim, db, conf_file, capsys):
     seg = _healthy(sim, db)
     code, out, _ = run(capsys, conf_file(), "segment", "check", seg)

@@ -14,13 +14,14 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from masakari import exception
+from masakari import exception, metrics
 from masakari.compute import placement
 from masakari.db.statuses import VMOVE_FAILED, VMOVE_ONGOING, VMOVE_PENDING, VMOVE_SUCCEEDED
 from masakari.engine import plan
 from masakari.engine.context import Cancelled, PollTimeout, RunContext, nova_message
 from masakari.engine.effects import Plan, VMoveData
 from masakari.engine.ports import Server
+from masakari.engine.recovery import groups
 from masakari.engine.recovery.flow import TaskContext, required, task
 
 LOG = logging.getLogger(__name__)
@@ -218,15 +219,17 @@ def _order(
     vmoves: Sequence[VMoveData],
     ha_ids: set[str] | None,
     priorities: Mapping[str, int | None] | None = None,
+    grouping: Mapping[str, int | None] | None = None,
 ) -> list[VMoveData]:
     """HA-enabled instances first; inside each group, the reference's order (newest row first),
-    or with [host_failure]/order_by_priority the priority order of masakari.engine.plan.
+    or with [host_failure]/order_by_priority the priority order of masakari.engine.plan; with
+    [host_failure]/order_in_groups, all that inside each ordering group.
 
     The reference starts with the non-HA instances (rewrite-pack § 3.4/§ 3.6), the opposite
     of what [host_failure]/evacuate_all_instances documents.
     """
     ordered = sorted(vmoves, key=lambda v: v.id, reverse=True)
-    return plan.order(ordered, lambda v: v.instance_uuid, ha_ids, priorities)
+    return plan.order(ordered, lambda v: v.instance_uuid, ha_ids, priorities, grouping)
 
 
 def _leave_what_cannot_fit(
@@ -251,6 +254,7 @@ def _leave_what_cannot_fit(
         return vmoves
     if not left:
         return vmoves
+    metrics.capacity_shortfall("reserved_host" if reserved_host else "scheduler", len(left))
     ctx.update_details(
         "Not enough capacity for the instances of failed host '{host}': {count} left behind: "
         "'{ids}'".format(host=host_name, count=len(left), ids=",".join(i.id for i in left))
@@ -329,21 +333,54 @@ def _wait_all(futures: list[concurrent.futures.Future[None]]) -> None:
             LOG.exception("Evacuation worker failed")
 
 
-def _evacuate_threads(ctx: TaskContext, vmoves: list[VMoveData], reserved_host: str | None) -> None:
-    """The reference's way: host_failure_recovery_threads evacuations of this host at once."""
+def _evacuate_threads(
+    ctx: TaskContext, cut: list[groups.Batch], reserved_host: str | None, grouped: bool
+) -> None:
+    """The reference's way: host_failure_recovery_threads evacuations of this host at once.
+
+    Each ordering group gets its own threads: a group that timed out keeps its evacuations
+    going without holding back the next one.
+    """
     threads = max(1, int(ctx.conf.host_failure_recovery_threads))
-    with concurrent.futures.ThreadPoolExecutor(
-        max_workers=threads, thread_name_prefix="evacuate"
-    ) as pool:
-        futures = []
-        for vmove in vmoves:
-            ctx.update_details(f"Evacuation of instance started: '{vmove.instance_uuid}'", 0.5)
-            futures.append(pool.submit(evacuate_and_confirm, ctx.run, vmove, reserved_host))
+    pools: list[concurrent.futures.ThreadPoolExecutor] = []
+    futures: list[concurrent.futures.Future[None]] = []
+    try:
+        for batch, pending in groups.in_turn(ctx, cut, grouped):
+            pool = concurrent.futures.ThreadPoolExecutor(
+                max_workers=threads, thread_name_prefix="evacuate"
+            )
+            pools.append(pool)
+            for vmove in batch:
+                ctx.update_details(f"Evacuation of instance started: '{vmove.instance_uuid}'", 0.5)
+                futures.append(
+                    pool.submit(_evacuate_settling, ctx.run, vmove, reserved_host, pending)
+                )
+    except Cancelled:
+        pass  # the evacuations already started end first; run.check() then stops the run
+    finally:
         _wait_all(futures)
+        for pool in pools:
+            pool.shutdown()
+
+
+def _evacuate_settling(
+    run: RunContext, vmove: VMoveData, reserved_host: str | None, pending: groups.Pending
+) -> None:
+    def settled() -> None:
+        pending.done(vmove.instance_uuid)
+
+    try:
+        evacuate_and_confirm(run, vmove, reserved_host, confirmed=settled)
+    finally:
+        settled()
 
 
 def _evacuate_capped(
-    ctx: TaskContext, vmoves: list[VMoveData], reserved_host: str | None, ha_ids: set[str]
+    ctx: TaskContext,
+    cut: list[groups.Batch],
+    reserved_host: str | None,
+    ha_ids: set[str],
+    grouped: bool,
 ) -> None:
     """Under max_evacuations_in_flight: each evacuation starts once it holds a slot.
 
@@ -351,20 +388,31 @@ def _evacuate_capped(
     HA-enabled instances first, then notifications in the order this engine took them
     (their claim tokens grow), then this notification's own order. A thread runs per slot
     held, not per instance: the pool starts threads only as evacuations are submitted.
+    An ordering group asks for slots only once the previous one has settled.
     """
     run = ctx.run
     slots = run.slots
     assert slots is not None
+    total = sum(len(batch) for _, batch in cut)
     with concurrent.futures.ThreadPoolExecutor(
-        max_workers=max(1, min(len(vmoves), slots.cap)), thread_name_prefix="evacuate"
+        max_workers=max(1, min(total, slots.cap)), thread_name_prefix="evacuate"
     ) as pool:
         futures: list[concurrent.futures.Future[None]] = []
+        position = 0
         try:
-            for position, vmove in enumerate(vmoves):
-                rank = 0 if vmove.instance_uuid in ha_ids else 1
-                number = slots.acquire(run, (rank, run.lease.token, position), vmove.instance_uuid)
-                ctx.update_details(f"Evacuation of instance started: '{vmove.instance_uuid}'", 0.5)
-                futures.append(pool.submit(_evacuate_in_slot, run, vmove, reserved_host, number))
+            for batch, pending in groups.in_turn(ctx, cut, grouped):
+                for vmove in batch:
+                    rank = 0 if vmove.instance_uuid in ha_ids else 1
+                    number = slots.acquire(
+                        run, (rank, run.lease.token, position), vmove.instance_uuid
+                    )
+                    position += 1
+                    ctx.update_details(
+                        f"Evacuation of instance started: '{vmove.instance_uuid}'", 0.5
+                    )
+                    futures.append(
+                        pool.submit(_evacuate_in_slot, run, vmove, reserved_host, number, pending)
+                    )
         except Cancelled:
             pass  # the evacuations already started end first; run.check() then stops the run
         finally:
@@ -372,7 +420,11 @@ def _evacuate_capped(
 
 
 def _evacuate_in_slot(
-    run: RunContext, vmove: VMoveData, reserved_host: str | None, number: int
+    run: RunContext,
+    vmove: VMoveData,
+    reserved_host: str | None,
+    number: int,
+    pending: groups.Pending,
 ) -> None:
     slots = run.slots
     assert slots is not None
@@ -383,6 +435,7 @@ def _evacuate_in_slot(
         if not released:
             released = True
             slots.release(run, number)
+        pending.done(vmove.instance_uuid)
 
     try:
         evacuate_and_confirm(run, vmove, reserved_host, confirmed=release)
@@ -396,10 +449,12 @@ def evacuate_instances(ctx: TaskContext) -> None:
     host_name = required(ctx.store.host_name, "host_name")
     reserved_host = ctx.store.reserved_host
     known = ctx.store.plan_instances
+    grouping = plan.groups(known.values(), ctx.conf) if known else None
     vmoves = _order(
         _current_vmoves(ctx),
         ctx.store.ha_instance_ids,
         plan.priorities(known.values(), ctx.conf) if known else None,
+        grouping,
     )
     everything = vmoves
     vmoves = _leave_what_cannot_fit(ctx, host_name, vmoves, reserved_host)
@@ -412,10 +467,12 @@ def evacuate_instances(ctx: TaskContext) -> None:
     if reserved_host:
         _enable_reserved_host(ctx, host_name, reserved_host)
 
+    cut = groups.batches(vmoves, grouping)
+    grouped = grouping is not None
     if ctx.run.slots is None:
-        _evacuate_threads(ctx, vmoves, reserved_host)
+        _evacuate_threads(ctx, cut, reserved_host, grouped)
     else:
-        _evacuate_capped(ctx, vmoves, reserved_host, ctx.store.ha_instance_ids or set())
+        _evacuate_capped(ctx, cut, reserved_host, ctx.store.ha_instance_ids or set(), grouped)
     ctx.run.check()
 
     final = ctx.effects.vmoves(ids=[v.id for v in everything])

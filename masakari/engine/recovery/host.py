@@ -162,7 +162,7 @@ def prepare_ha_enabled_instances(ctx: TaskContext) -> None:
     # The evacuation task works on exactly these rows: this attempt's, not earlier ones.
     ctx.store.vmove_ids = [v.id for v in created]
     ctx.store.ha_instance_ids = {server["id"] for server in ha}
-    if options.order_by_priority or options.capacity_aware_targets:
+    if options.order_by_priority or options.capacity_aware_targets or options.order_in_groups:
         ctx.store.plan_instances = {s["id"]: plan.Instance.of(s, ctx.conf) for s in selected}
     ctx.update_details(
         "Instances to be evacuated are: '{}'".format(",".join(server["id"] for server in selected)),

@@ -48,6 +48,9 @@ def test_plan_at_1_5(enabled):
     assert [(i["instance_id"], i["target"], i["ha_enabled"]) for i in plan["instances"]] == [
         (vm, "scheduler", True)
     ]
+    assert plan["instances"][0]["attempts"] == ["scheduler"]
+    assert plan["groups"] == [] and plan["reserved_host_attempts"] == []
+    assert plan["options"]["order_in_groups"] is False
     assert enabled.request("GET", path, version="latest").status_int == 200
     # below 1.5 the path does not exist, as in the reference
     r = enabled.request("GET", path, version="1.3")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from masakari import metrics
 from masakari.compute.placement import PlacementClient
 from masakari.ha import plans
 from tests.fakes.nova import NovaSimulator
@@ -38,6 +39,12 @@ def _plan(sim: NovaSimulator, conf: Any, db: Any, host_uuid: str) -> dict[str, A
     return plans.for_host(
         conf, db, nova, PlacementClient(nova.session), host_row(db, host_uuid)
     ).view()
+
+
+def _counted(name: str) -> float:
+    """An engine counter (this process's registry), for the scheduler target."""
+    metrics.instruments()
+    return metrics.OWN.get_sample_value(name, {"target": "scheduler"}) or 0.0
 
 
 def _evacuations(sim: NovaSimulator) -> list[tuple[str, Any]]:
@@ -91,9 +98,13 @@ def test_auto_plan_predicts_the_recovery(db, sim, engine_factory):
     assert plan["verdict"] == "partial"
     assert sim.nova_calls() and not _evacuations(sim)  # the plan changed nothing
 
+    shortfalls = _counted("masakari_capacity_shortfalls_total")
+    left = _counted("masakari_instances_left_behind_total")
     nid = notify(db, failed, "COMPUTE_HOST", HOST_DOWN)
     engine_factory(conf)
     assert wait_status(db, nid) == "error"
+    assert _counted("masakari_capacity_shortfalls_total") == shortfalls + 1
+    assert _counted("masakari_instances_left_behind_total") == left + 2
     sent = [i["instance_id"] for i in plan["instances"] if i["target"]]
     assert _evacuations(sim) == [(i, {}) for i in sent]  # same order, scheduler's choice
     rows = {v.instance_uuid: v for v in vmoves(db, nid)}
@@ -162,17 +173,92 @@ def test_reserved_host_that_fits_is_chosen_over_a_full_first_one(db, sim, engine
     assert {v.dest_host for v in vmoves(db, nid)} == {"spare-big"}
 
 
-def test_reserved_host_order_unchanged_by_default(db, sim, conf):
+def test_reserved_host_fallback_at_defaults(db, sim, engine_factory):
+    """Without capacity_aware_targets the newest spare is tried first even when full: Nova
+    fails the evacuation there, and the next spare takes it. The plan lists both attempts."""
+    conf = make_conf(sim, host_failure_recovery_threads=1)
     sim.add_service("compute-1", state="down")
     sim.add_service("spare-small", status="disabled", vcpus=2)
     sim.add_service("spare-big", status="disabled", vcpus=16)
-    sim.add_server(host="compute-1", flavor=LARGE, metadata={"HA_Enabled": "True"})
+    vm = sim.add_server(host="compute-1", flavor=LARGE, metadata={"HA_Enabled": "True"})
     seg = add_segment(db, "reserved_host")
     failed = add_host(db, seg, "compute-1")
     add_host(db, seg, "spare-big", reserved=True)
     add_host(db, seg, "spare-small", reserved=True)
     plan = _plan(sim, conf, db, failed)
     assert plan["reserved_hosts"] == ["spare-small", "spare-big"]
-    assert plan["instances"][0]["target"] == "spare-small"
-    assert plan["instances"][0]["fits"] is False
-    assert "Sent anyway" in plan["instances"][0]["reason"]
+    step = plan["instances"][0]
+    assert (step["target"], step["fits"], step["attempts"]) == (
+        "spare-big",
+        True,
+        ["spare-small", "spare-big"],
+    )
+    assert [(c["host"], c["sent"], c["fits"]) for c in plan["reserved_host_attempts"]] == [
+        ("spare-small", [vm], []),
+        ("spare-big", [vm], [vm]),
+    ]
+
+    nid = notify(db, failed, "COMPUTE_HOST", HOST_DOWN)
+    engine_factory(conf)
+    assert wait_status(db, nid) == "finished"
+    assert _evacuations(sim) == [(vm, {"host": h}) for h in step["attempts"]]
+    assert sim.server(vm)["OS-EXT-SRV-ATTR:host"] == "spare-big"
+
+
+def _sent_in_order(plan: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The evacuations the plan predicts, as Nova should receive them."""
+    return [(i, {"host": c["host"]}) for c in plan["reserved_host_attempts"] for i in c["sent"]]
+
+
+def test_reserved_host_fallback_when_no_spare_holds_everything(db, sim, engine_factory):
+    """Aware of capacity, with no spare holding both instances: the first spare takes what
+    fits, the flow fails over to the next one for the rest, as the plan says."""
+    conf = make_conf(sim, **AWARE)
+    sim.add_service("compute-1", state="down")
+    sim.add_service("spare-a", status="disabled", vcpus=6)
+    sim.add_service("spare-b", status="disabled", vcpus=5)
+    vms = [
+        sim.add_server(host="compute-1", flavor=LARGE, metadata={"HA_Priority": "9"}),
+        sim.add_server(host="compute-1", flavor=LARGE, metadata={"HA_Priority": "1"}),
+    ]
+    seg = add_segment(db, "reserved_host")
+    failed = add_host(db, seg, "compute-1")
+    add_host(db, seg, "spare-b", reserved=True)
+    add_host(db, seg, "spare-a", reserved=True)
+
+    plan = _plan(sim, conf, db, failed)
+    assert plan["reserved_hosts"] == ["spare-a", "spare-b"]
+    assert [(i["instance_id"], i["target"], i["attempts"]) for i in plan["instances"]] == [
+        (vms[0], "spare-a", ["spare-a"]),
+        (vms[1], "spare-b", ["spare-b"]),
+    ]
+    assert plan["verdict"] == "fits"
+    assert "room for 1 of 2" in plan["reserved_host_attempts"][0]["reason"]
+
+    nid = notify(db, failed, "COMPUTE_HOST", HOST_DOWN)
+    engine_factory(conf)
+    assert wait_status(db, nid) == "finished"
+    assert _evacuations(sim) == _sent_in_order(plan)
+    assert {sim.server(v)["OS-EXT-SRV-ATTR:host"] for v in vms} == {"spare-a", "spare-b"}
+
+
+def test_reserved_host_without_nova_compute_is_passed_over(db, sim, engine_factory):
+    conf = make_conf(sim, host_failure_recovery_threads=1)
+    sim.add_service("compute-1", state="down")
+    sim.add_service("spare", status="disabled")
+    vm = sim.add_server(host="compute-1", metadata={"HA_Enabled": "True"})
+    seg = add_segment(db, "reserved_host")
+    failed = add_host(db, seg, "compute-1")
+    add_host(db, seg, "spare", reserved=True)
+    add_host(db, seg, "ghost", reserved=True)  # newest: tried first
+
+    plan = _plan(sim, conf, db, failed)
+    attempts = plan["reserved_host_attempts"]
+    assert [(c["host"], c["sent"]) for c in attempts] == [("ghost", []), ("spare", [vm])]
+    assert "no nova-compute" in attempts[0]["reason"]
+    assert plan["instances"][0]["target"] == "spare"
+
+    nid = notify(db, failed, "COMPUTE_HOST", HOST_DOWN)
+    engine_factory(conf)
+    assert wait_status(db, nid) == "finished"
+    assert _evacuations(sim) == _sent_in_order(plan) == [(vm, {"host": "spare"})]

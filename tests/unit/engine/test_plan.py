@@ -7,6 +7,8 @@ import pytest
 from masakari import conf as masakari_conf
 from masakari.compute.placement import HostCapacity, flavor_resources
 from masakari.engine import plan
+from masakari.engine.effects import VMoveData
+from masakari.engine.recovery import groups
 
 
 def _inst(iid: str, vcpus: int = 1, ha: bool = False, prio: int | None = None) -> plan.Instance:
@@ -45,6 +47,64 @@ def test_order_with_priorities_inside_each_group():
     items = ["a", "b", "c", "d", "e"]
     prios = {"a": None, "b": 1, "c": 5, "d": 9, "e": -2}
     assert plan.order(items, str, {"a", "b", "c"}, prios) == ["c", "b", "a", "d", "e"]
+
+
+def test_order_with_groups_puts_groups_outermost_lowest_first():
+    items = ["a", "b", "c", "d", "e"]
+    groups = {"a": 2, "b": None, "c": 2, "d": -1, "e": 10}
+    prios = {"a": 1, "c": 5}
+    # Inside group 2, HA-enabled "a" before "c" whatever their priorities.
+    assert plan.order(items, str, {"a", "b"}, prios, groups) == ["d", "a", "c", "e", "b"]
+    assert plan.order(items, str, {"a", "b"}, prios, None) == ["a", "b", "c", "d", "e"]
+
+
+def test_groups_only_when_order_in_groups_is_on():
+    inst = plan.Instance.of({"id": "x", "metadata": {"Tier": " 4 "}}, _conf())
+    assert inst.group is None
+    conf = _conf(**{"host_failure.order_in_groups": True})
+    conf.set_override("group_instance_metadata_key", "Tier", "host_failure")
+    inst = plan.Instance.of({"id": "x", "metadata": {"Tier": " 4 "}}, conf)
+    assert inst.group == 4 and plan.groups([inst], conf) == {"x": 4}
+    assert plan.groups([inst], _conf()) is None
+
+
+def _conf(**overrides: object):
+    return masakari_conf.for_tests(**overrides)
+
+
+def test_batches_cut_where_the_group_changes():
+    moves = [
+        VMoveData(n, f"m{n}", i, i, "h", None, "pending", None)
+        for n, i in enumerate(["a", "b", "c", "d"])
+    ]
+    cut = groups.batches(moves, {"a": 1, "b": 1, "c": None, "d": None})
+    assert [(g, [v.instance_uuid for v in b]) for g, b in cut] == [
+        (1, ["a", "b"]),
+        (None, ["c", "d"]),
+    ]
+    assert [g for g, _ in groups.batches(moves, None)] == [None]
+    assert groups.batches([], None) == []
+
+
+def test_reserved_steps_with_unknown_capacity_send_everything_there():
+    conf = masakari_conf.for_tests(**{"host_failure.capacity_aware_targets": True})
+    nova = Nova([{"id": "vm", "flavor": {"vcpus": 64}}], {"spare-fqdn", "spare"})
+    found = plan.build(
+        conf,
+        nova,
+        Caps(_host("spare", 2)),
+        host="failed",
+        recovery_method="reserved_host",
+        reserved_hosts=["spare", "spare-fqdn"],
+        peers=[],
+    )
+    # "spare" has no room: nothing is sent there; the one of unknown room gets everything.
+    assert found.reserved_hosts == ["spare", "spare-fqdn"]
+    assert [(s.target, s.fits, s.attempts) for s in found.steps] == [
+        ("spare-fqdn", None, ["spare-fqdn"])
+    ]
+    assert [c.view()["sent"] for c in found.candidates] == [[], ["vm"]]
+    assert found.verdict == "unknown"
 
 
 def test_fit_is_greedy_and_lets_smaller_instances_through():
