@@ -39,6 +39,7 @@ class Instruments:
     nova_errors: Counter
     claims: Counter
     takeovers: Counter
+    notifications_held: Counter
 
 
 def multiprocess() -> bool:
@@ -98,6 +99,12 @@ def instruments() -> Instruments:
             "Notifications an engine took over from an engine that stopped renewing its claim.",
             registry=registry,
         ),
+        notifications_held=Counter(
+            "masakari_notifications_held",
+            "Host failure reports put on hold at intake, by the guard that held them.",
+            ["reason"],
+            registry=registry,
+        ),
     )
 
 
@@ -123,6 +130,11 @@ def claim_taken() -> None:
 
 def takeover() -> None:
     instruments().takeovers.inc()
+
+
+def notification_held(reason: str) -> None:
+    """``reason``: a label value of :data:`masakari.db.holds.METRIC_REASONS`."""
+    instruments().notifications_held.labels(reason).inc()
 
 
 @contextlib.contextmanager
