@@ -474,6 +474,19 @@ class NovaClient:
     def list_aggregates(self) -> list[dict[str, Any]]:
         return list(self._call("GET", "/os-aggregates")["aggregates"])
 
+    # --- server groups ----------------------------------------------------------------------
+
+    def list_server_groups(self) -> list[dict[str, Any]]:
+        """Every project's server groups (GET /os-server-groups?all_projects=True), paged
+        with limit and offset as Nova pages them."""
+        groups: list[dict[str, Any]] = []
+        while True:
+            query: Query = [("all_projects", "True"), ("offset", str(len(groups)))]
+            page = self._call("GET", "/os-server-groups", query=query).get("server_groups") or []
+            if not page:
+                return groups
+            groups.extend(page)
+
     def add_host_to_aggregate(self, aggregate_id: int | str, host: str) -> None:
         LOG.info("Add host %s to aggregate %s", host, aggregate_id)
         self._call(

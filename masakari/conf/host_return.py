@@ -41,6 +41,17 @@ OPTS: list[cfg.Opt] = [
         ),
     ),
     cfg.BoolOpt(
+        "return_reserved_hosts",
+        default=False,
+        help=paragraphs(
+            "(masakari rewrite only) Return to the reserved pool the reserved hosts that "
+            "the host's recovery took (reserved_host, rh_priority and auto_priority "
+            "methods): reserved again in masakari and their nova-compute disabled again, "
+            "each only once it holds no instance; one that still does is left as it is "
+            "and the progress says how many it holds." + _COMMON
+        ),
+    ),
+    cfg.BoolOpt(
         "clear_on_maintenance",
         default=False,
         help=paragraphs(
@@ -55,7 +66,10 @@ def enabled(conf: cfg.ConfigOpts) -> bool:
     """Whether any host return step is on."""
     group = conf.host_return
     return bool(
-        group.unset_forced_down or group.enable_compute_service or group.clear_on_maintenance
+        group.unset_forced_down
+        or group.enable_compute_service
+        or group.return_reserved_hosts
+        or group.clear_on_maintenance
     )
 
 

@@ -24,6 +24,12 @@ from masakari.db.statuses import IGNORED, NEW
 REASON_SEGMENT = "mass failure: segment threshold"
 REASON_GLOBAL = "mass failure: global threshold"
 REASON_UNKNOWN = "host status UNKNOWN: waiting for confirmation"
+# The reason label of the masakari_notifications_held counter.
+METRIC_REASONS = {
+    REASON_SEGMENT: "mass_failure_segment",
+    REASON_GLOBAL: "mass_failure_global",
+    REASON_UNKNOWN: "unknown_host_state",
+}
 
 CANCEL_MESSAGE = "Cancelled by an operator while held."
 SUPERSEDED_MESSAGE = "Superseded by notification %s, which confirms the host's state."

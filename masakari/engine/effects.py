@@ -17,6 +17,7 @@ leaves what it did for the engine that takes the notification over. Nova reads
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -25,7 +26,7 @@ from sqlalchemy import orm
 
 from masakari import exception, metrics
 from masakari.compute.nova import send_guard
-from masakari.db import claims, failures, hosts, instances, progress, slots, vmoves
+from masakari.db import claims, failures, hosts, instances, progress, slots, spares, vmoves
 from masakari.db import statuses as st
 from masakari.db.database import Database, read, transaction
 from masakari.db.hosts import RecoveryHost
@@ -36,7 +37,15 @@ from masakari.engine.ports import Clock, Nova, NovaReads, Server, Service
 
 T = TypeVar("T")
 
-__all__ = ["Effects", "LeaseLost", "LeasedReads", "Plan", "RecoveryHost", "VMoveData"]
+__all__ = [
+    "Effects",
+    "LeaseLost",
+    "LeasedReads",
+    "Plan",
+    "RecoveryHost",
+    "TaskNote",
+    "VMoveData",
+]
 
 
 def guarded(lease: Lease, call: Callable[[], T]) -> T:
@@ -45,6 +54,18 @@ def guarded(lease: Lease, call: Callable[[], T]) -> T:
     lease.check()
     with send_guard(lease.check):
         return call()
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskNote:
+    """One write of a task's progress row (masakari.db.progress.record)."""
+
+    attempt: int
+    position: int
+    name: str
+    state: str
+    progress: float
+    detail: dict[str, str] | None
 
 
 class LeasedReads:
@@ -66,6 +87,9 @@ class LeasedReads:
 
     def list_aggregates(self) -> list[dict[str, Any]]:
         return guarded(self._lease, lambda: self._nova.list_aggregates())
+
+    def list_server_groups(self) -> list[dict[str, Any]]:
+        return guarded(self._lease, lambda: self._nova.list_server_groups())
 
 
 class Effects:
@@ -117,6 +141,14 @@ class Effects:
 
     def reserved_host_names(self, segment_uuid: str) -> list[str]:
         return self._read(lambda s: hosts.reserved_host_names(s, segment_uuid))
+
+    def spares_taken(self, host: RecoveryHost) -> list[str]:
+        """The spares the recoveries of ``host`` took that are still out of the pool."""
+        return self._read(
+            lambda s: spares.taken_for(
+                s, host.uuid, host.failover_segment_id, self.notification_uuid
+            )
+        )
 
     def peer_host_names(self, host_name: str) -> list[str]:
         return self._read(lambda s: hosts.peer_names(s, host_name))
@@ -207,8 +239,22 @@ class Effects:
 
         return self._write(put)
 
-    def take_reserved_host(self, name: str) -> bool:
-        return self._write(lambda session: hosts.take_reserved_host(session, name))
+    def take_reserved_host(self, name: str, note: TaskNote | None = None) -> bool:
+        """Take a spare; ``note`` is written in the same transaction, only if taken: the
+        recovery's progress then names every spare it took (what host return gives back)."""
+
+        def take(session: orm.Session) -> bool:
+            if not hosts.take_reserved_host(session, name):
+                return False
+            if note is not None:
+                self._record_note(session, note)
+            return True
+
+        return self._write(take)
+
+    def return_spare(self, name: str) -> bool:
+        """A spare a recovery took is reserved again; False when it changed meanwhile."""
+        return self._write(lambda session: spares.give_back(session, name))
 
     def give_back_reserved_host(self, name: str) -> None:
         self._write(lambda session: hosts.give_back_reserved_host(session, name))
@@ -247,10 +293,19 @@ class Effects:
         task_progress: float,
         detail: dict[str, str] | None,
     ) -> None:
-        self._write(
-            lambda s: progress.record(
-                s, self.notification_uuid, attempt, position, name, state, task_progress, detail
-            )
+        note = TaskNote(attempt, position, name, state, task_progress, detail)
+        self._write(lambda s: self._record_note(s, note))
+
+    def _record_note(self, session: orm.Session, note: TaskNote) -> None:
+        progress.record(
+            session,
+            self.notification_uuid,
+            note.attempt,
+            note.position,
+            note.name,
+            note.state,
+            note.progress,
+            note.detail,
         )
 
     def record_failure(self, reason: str) -> None:

@@ -9,8 +9,10 @@ progress as a string and a ``str(datetime)`` timestamp.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from masakari.engine.context import RunContext
+from masakari.engine.effects import TaskNote
 
 LOG = logging.getLogger(__name__)
 
@@ -63,13 +65,32 @@ class TaskProgress:
         """The reference's ``update_details``: append a message at a progress value."""
         self.progress = float(progress)
         LOG.info("%s: %s", self.name, message)
-        detail = {
+        self.flow.write(self, self._detail(message))
+        self.reported = True
+
+    def update_with(self, message: str, progress: float, write: Callable[[TaskNote], bool]) -> bool:
+        """``update``, written by ``write`` in the transaction of a change of its own; when
+        ``write`` says the change was not made, nothing is recorded."""
+        if self.flow.attempt is None:
+            self.flow.start()
+        assert self.flow.attempt is not None
+        detail = self._detail(message, progress)
+        note = TaskNote(
+            self.flow.attempt, self.position, self.name, self.state, float(progress), detail
+        )
+        if not write(note):
+            return False
+        self.progress = float(progress)
+        LOG.info("%s: %s", self.name, message)
+        self.reported = True
+        return True
+
+    def _detail(self, message: str, progress: float | None = None) -> dict[str, str]:
+        return {
             "timestamp": str(self.flow.run.clock.now()),
             "message": message,
-            "progress": str(float(progress)),
+            "progress": str(float(self.progress if progress is None else progress)),
         }
-        self.flow.write(self, detail)
-        self.reported = True
 
     def set_state(self, state: str) -> None:
         self.state = state

@@ -51,6 +51,7 @@ class NovaProbe(plan.Reads, Protocol):
     """The Nova reads the doctor makes, on top of the plan's."""
 
     def list_aggregates(self) -> list[dict[str, Any]]: ...
+    def list_server_groups(self) -> list[dict[str, Any]]: ...
 
 
 def worst(findings: Sequence[Finding]) -> int:
@@ -73,7 +74,7 @@ def check(
     except Exception as exc:  # the database is the one thing every check needs
         return [Finding(FAILURE, "database", f"Cannot read the database: {exc}")]
     findings.append(Finding(SUCCESS, "database", "The database answers."))
-    findings.extend(_nova_account(nova))
+    findings.extend(_nova_account(nova, conf.host_failure.check_server_groups))
     for seg, hosts in segments:
         findings.extend(_segment(conf, nova, placement, seg, hosts))
     findings.extend(_services(conf))
@@ -95,14 +96,17 @@ def _segments(db: Database, wanted: str | None) -> list[tuple[Row, list[Row]]]:
         return found
 
 
-def _nova_account(nova: NovaProbe) -> list[Finding]:
+def _nova_account(nova: NovaProbe, server_groups: bool) -> list[Finding]:
     """Read-only calls under the policies recovery needs: services, servers of all projects,
-    aggregates. A 403 means the account cannot recover anything."""
+    aggregates, and with [host_failure] check_server_groups the server groups of all
+    projects. A 403 means the account cannot recover anything."""
     probes: list[tuple[str, Callable[[], object]]] = [
         ("os-services (list)", lambda: nova.find_compute_services("masakari-doctor-probe")),
         ("servers of all projects", lambda: nova.list_servers_on_host("masakari-doctor-probe")),
         ("os-aggregates (list)", nova.list_aggregates),
     ]
+    if server_groups:
+        probes.append(("server groups of all projects", nova.list_server_groups))
     findings = []
     for what, call in probes:
         try:

@@ -12,7 +12,7 @@ from oslo_db import api as oslo_db_api
 from oslo_db import exception as db_exc
 from oslo_utils import timeutils, uuidutils
 
-from masakari import exception
+from masakari import exception, metrics
 from masakari.conf import host_return as host_return_opts
 from masakari.db import failures, guards, holds, mass_failure, progress
 from masakari.db import hosts as hosts_db
@@ -115,7 +115,8 @@ def record(
     except (db_exc.DBDeadlock, db_exc.DBDuplicateEntry) as exc:
         raise NotificationRaceLost(host=data["hostname"], type=data["type"]) from exc
     if reason is not None:
-        # Hook for a metric of held notifications: this is the one place a hold is decided.
+        # The one place a hold is decided: counted here, after the commit.
+        metrics.notification_held(holds.METRIC_REASONS.get(reason, "other"))
         LOG.warning(
             "Notification %s from host %s is held (%s): release or cancel it.",
             row.notification_uuid,

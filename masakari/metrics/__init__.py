@@ -41,6 +41,7 @@ class Instruments:
     takeovers: Counter
     capacity_shortfalls: Counter
     left_behind: Counter
+    notifications_held: Counter
 
 
 def multiprocess() -> bool:
@@ -113,6 +114,12 @@ def instruments() -> Instruments:
             ["target"],
             registry=registry,
         ),
+        notifications_held=Counter(
+            "masakari_notifications_held",
+            "Host failure reports put on hold at intake, by the guard that held them.",
+            ["reason"],
+            registry=registry,
+        ),
     )
 
 
@@ -143,6 +150,11 @@ def takeover() -> None:
 def capacity_shortfall(target: str, left_behind: int) -> None:
     instruments().capacity_shortfalls.labels(target).inc()
     instruments().left_behind.labels(target).inc(left_behind)
+
+
+def notification_held(reason: str) -> None:
+    """``reason``: a label value of :data:`masakari.db.holds.METRIC_REASONS`."""
+    instruments().notifications_held.labels(reason).inc()
 
 
 @contextlib.contextmanager

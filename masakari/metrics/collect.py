@@ -1,10 +1,10 @@
 """What a scrape answers: the counted instruments, and gauges read from the database.
 
-The database gauges are computed when scraped, with four small queries (a count per
-status, the oldest ``new`` and ``running`` rows, the engines' heartbeats), so that every API
-and engine reports the same numbers however many there are. A database that cannot be
-reached leaves those gauges out and says so in ``masakari_database_up``; the scrape itself
-still succeeds.
+The database gauges are computed when scraped, with five small queries (a count per
+status, the held ones, the oldest ``new`` and ``running`` rows, the engines' heartbeats),
+so that every API and engine reports the same numbers however many there are. A database
+that cannot be reached leaves those gauges out and says so in ``masakari_database_up``; the
+scrape itself still succeeds.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from prometheus_client.registry import Collector
 
 from masakari import metrics
 from masakari.db import engines as engine_rows
-from masakari.db import statuses
+from masakari.db import holds, statuses
 from masakari.db.database import DB_ERRORS, Database
 from masakari.db.models import Notification
 
@@ -83,9 +83,15 @@ class DatabaseCollector(Collector):
                 .where(live)
                 .group_by(Notification.status)
             ).all()
+            held = session.execute(
+                sa.select(sa.func.count()).where(
+                    live, Notification.status == statuses.NEW, holds.is_held()
+                )
+            ).scalar()
+            # A held notification waits for an operator, not for an engine.
             oldest = session.execute(
                 sa.select(sa.func.min(Notification.created_at)).where(
-                    live, Notification.status == statuses.NEW
+                    live, Notification.status == statuses.NEW, holds.not_held()
                 )
             ).scalar()
             # A notification's updated_at moves when an engine claims it: "running since".
@@ -105,12 +111,17 @@ class DatabaseCollector(Collector):
             if status not in NOTIFICATION_STATUSES:
                 by_status.add_metric([status], count)
         depth = GaugeMetricFamily(
-            "masakari_queue_depth", "Notifications waiting for an engine (status new)."
+            "masakari_queue_depth", "Notifications waiting for an engine (status new, not held)."
         )
-        depth.add_metric([], seen.get(statuses.NEW, 0))
+        depth.add_metric([], seen.get(statuses.NEW, 0) - (held or 0))
+        on_hold = GaugeMetricFamily(
+            "masakari_held_notifications",
+            "Notifications held for an operator's release or cancel ([guards]).",
+        )
+        on_hold.add_metric([], held or 0)
         age = GaugeMetricFamily(
             "masakari_queue_oldest_new_age_seconds",
-            "Age of the oldest notification still new (0 when none is).",
+            "Age of the oldest notification still new and not held (0 when none is).",
         )
         age.add_metric([], max((now - oldest).total_seconds(), 0.0) if oldest else 0.0)
         running = GaugeMetricFamily(
@@ -128,7 +139,7 @@ class DatabaseCollector(Collector):
         for beat in beats:
             seconds = max((now - beat.heartbeat_at).total_seconds(), 0.0)
             heartbeat.add_metric([beat.engine, beat.host], seconds)
-        return [by_status, depth, age, running, heartbeat]
+        return [by_status, depth, on_hold, age, running, heartbeat]
 
 
 class _Own(Collector):

@@ -173,3 +173,39 @@ def test_concurrent_reports_of_a_segment_respect_the_threshold(db: Database) -> 
         thread.join()
     assert errors == []
     assert sorted(results, key=str) == [None] * 3 + [holds.REASON_SEGMENT] * 7
+
+
+def _sample(name: str, **labels: str) -> float:
+    from masakari import metrics
+
+    value = metrics.OWN.get_sample_value(name, labels or None)
+    return value or 0.0
+
+
+@SQLITE_ONLY
+def test_holds_are_counted_by_reason_and_gauged_while_held(db: Database) -> None:
+    from masakari.metrics.collect import DatabaseCollector
+
+    segment = "mass_failure_segment"
+    unknown = "unknown_host_state"
+    before = {r: _sample("masakari_notifications_held_total", reason=r) for r in (segment, unknown)}
+    rules = notifications.Rules(Thresholds(segment_max=1), hold_unknown=True)
+    record(db, report(HOSTS[0]), rules)
+    first, _ = record(db, report(HOSTS[1]), rules)
+    record(db, report(HOSTS[2]), rules)
+    record(db, report(HOSTS[3], status="UNKNOWN", event="STARTED"), rules)
+    counted = {
+        r: _sample("masakari_notifications_held_total", reason=r) - before[r] for r in before
+    }
+    assert counted == {segment: 2, unknown: 1}
+
+    def gauges() -> dict[str, float]:
+        return {
+            s.name: s.value
+            for family in DatabaseCollector(lambda: db, now=lambda: NOW).collect()
+            for s in family.samples
+        }
+
+    assert (gauges()["masakari_held_notifications"], gauges()["masakari_queue_depth"]) == (3, 1)
+    notifications.release(db, first)
+    assert (gauges()["masakari_held_notifications"], gauges()["masakari_queue_depth"]) == (2, 2)

@@ -150,6 +150,17 @@ class Server:
     tenant_id: str = MEMBER_PROJECT_ID
     user_id: str = "user-demo"
     flavor: Flavor = dataclasses.field(default_factory=Flavor)
+    # Booted from this image (its root disk on the host); None: booted from a volume.
+    image: str | None = None
+
+
+@dataclasses.dataclass
+class ServerGroup:
+    id: str
+    name: str
+    policy: str
+    members: list[str] = dataclasses.field(default_factory=list)
+    project_id: str = MEMBER_PROJECT_ID
 
 
 @dataclasses.dataclass
@@ -306,6 +317,7 @@ class NovaSimulator:
         self.services: list[Service] = []
         self.servers: list[Server] = []
         self.aggregates: list[Aggregate] = []
+        self.server_groups: list[ServerGroup] = []
         self.faults: list[Fault] = []
         self.evacuations: list[Evacuation] = []
         self.calls: list[Call] = []
@@ -470,6 +482,7 @@ class NovaSimulator:
         metadata: Mapping[str, str] | None = None,
         tenant_id: str = MEMBER_PROJECT_ID,
         flavor: Flavor | None = None,
+        image: str | None = None,
     ) -> str:
         """Adds a server; servers added later are newer (listed first, as Nova does). Its
         flavor's resources are allocated in Placement on its host."""
@@ -485,6 +498,7 @@ class NovaSimulator:
             metadata=dict(metadata or {}),
             tenant_id=tenant_id,
             flavor=flavor or Flavor(),
+            image=image,
         )
         with self.lock:
             self.servers.append(srv)
@@ -499,6 +513,17 @@ class NovaSimulator:
         with self.lock:
             self.aggregates.append(Aggregate(id, name or f"agg{id}", list(hosts or []), **kw))
         return id
+
+    def add_server_group(
+        self, policy: str, members: list[str], name: str | None = None, id: str | None = None
+    ) -> str:
+        """A server group (policy affinity, anti-affinity, soft-...) of existing servers."""
+        gid = id or str(uuid.uuid4())
+        with self.lock:
+            self.server_groups.append(
+                ServerGroup(gid, name or "group-" + gid[:8], policy, list(members))
+            )
+        return gid
 
     def load(self, spec: Mapping[str, Any]) -> None:
         """Adds the ``nova:`` section of a conformance scenario (services, servers,
@@ -819,7 +844,7 @@ class NovaSimulator:
             "created": "2026-01-01T00:00:00Z",
             "updated": "2026-01-01T00:00:00Z",
             "links": [],
-            "image": "",
+            "image": {"id": s.image, "links": []} if s.image else "",
             "addresses": {},
             "flavor": s.flavor.view(),
             "key_name": None,
@@ -1129,6 +1154,40 @@ def list_aggregates(sim: NovaSimulator, req: Request) -> tuple[int, Any]:
     return 200, {"aggregates": [sim._aggregate_view(a) for a in sim.aggregates]}
 
 
+def list_server_groups(sim: NovaSimulator, req: Request) -> tuple[int, Any]:
+    """Nova's index: the token's project's groups, every project's with all_projects (admin);
+    limit (at most max_limit) and offset page it. Before 2.64 the policy is a list."""
+    q = req.params
+    everyone = q.get("all_projects", "").lower() in ("1", "true", "yes")
+    if everyone:
+        _require_admin(req, "os_compute_api:os-server-groups:index:all_projects")
+    project = ADMIN_PROJECT_ID if req.is_admin else MEMBER_PROJECT_ID
+    found = [g for g in sim.server_groups if everyone or g.project_id == project]
+    try:
+        offset = int(q.get("offset", 0))
+        limit = min(int(q.get("limit", sim.max_limit)), sim.max_limit)
+    except ValueError as exc:
+        raise NovaFault(400, "Invalid input for query parameters limit or offset.") from exc
+    new_style = req.microversion >= (2, 64)
+
+    def view(g: ServerGroup) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "id": g.id,
+            "name": g.name,
+            "members": list(g.members),
+            "metadata": {},
+            "project_id": g.project_id,
+            "user_id": "user-demo",
+        }
+        if new_style:
+            body.update(policy=g.policy, rules={})
+        else:
+            body["policies"] = [g.policy]
+        return body
+
+    return 200, {"server_groups": [view(g) for g in found[offset : offset + limit]]}
+
+
 def aggregate_action(sim: NovaSimulator, req: Request) -> tuple[int, Any]:
     agg = sim._aggregate(req.parts[1])
     arg = (req.body or {}).get(req.action) or {}
@@ -1158,6 +1217,7 @@ ROUTES: list[tuple[str, tuple[str, ...], Handler]] = [
     ("GET", ("servers", "*"), show_server),
     ("POST", ("servers", "*", "action"), server_action),
     ("GET", ("os-aggregates",), list_aggregates),
+    ("GET", ("os-server-groups",), list_server_groups),
     ("POST", ("os-aggregates", "*", "action"), aggregate_action),
 ]
 ACTIONS: dict[str, Callable[[NovaSimulator, Request, Server, Any], tuple[int, Any]]] = {

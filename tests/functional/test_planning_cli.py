@@ -171,3 +171,13 @@ def test_doctor_reports_an_account_nova_refuses(sim, db, conf_file, capsys):
     sim.fail(403, method="GET", path="/os-aggregates")
     code, out, _ = run(capsys, conf_file(), "segment", "check", seg)
     assert code == 2 and "FAILURE  nova account: Cannot read os-aggregates" in out
+
+
+@pytest.mark.parametrize("check", [False, True])
+def test_doctor_probes_server_groups_only_when_checked(sim, db, conf_file, capsys, check):
+    seg = _healthy(sim, db)
+    sim.fail(403, method="GET", path="/os-server-groups")
+    extra = ["[host_failure]", f"check_server_groups = {str(check).lower()}"]
+    code, out, _ = run(capsys, conf_file(*extra), "segment", "check", seg)
+    refused = "FAILURE  nova account: Cannot read server groups of all projects" in out
+    assert (code == 2, refused) == (check, check)

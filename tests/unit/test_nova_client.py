@@ -205,6 +205,18 @@ def test_all_pages_are_read(count: int, requests_made: int) -> None:
             assert before["status"] == 200
 
 
+def test_every_server_group_page_is_read() -> None:
+    with NovaSimulator(clock=FakeClock(), max_limit=2) as sim:
+        ids = [sim.add_server_group("anti-affinity", [f"vm-{i}"]) for i in range(5)]
+        sim.server_groups[0].project_id = "another-project"
+        groups = sim.client().list_server_groups()
+        assert [g["id"] for g in groups] == ids
+        # Compute 2.53: the policy is a one-item list.
+        assert groups[0]["policies"] == ["anti-affinity"] and "policy" not in groups[0]
+        offsets = [dict(c["query"]) for c in sim.nova_calls()]
+        assert offsets == [{"all_projects": "True", "offset": str(n)} for n in (0, 2, 4, 5)]
+
+
 # --- errors ------------------------------------------------------------------------------
 
 

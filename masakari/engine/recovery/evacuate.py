@@ -16,6 +16,7 @@ from typing import Any
 
 from masakari import exception, metrics
 from masakari.compute import placement
+from masakari.db import spares
 from masakari.db.statuses import VMOVE_FAILED, VMOVE_ONGOING, VMOVE_PENDING, VMOVE_SUCCEEDED
 from masakari.engine import plan
 from masakari.engine.context import Cancelled, PollTimeout, RunContext, nova_message
@@ -297,10 +298,14 @@ def _add_to_aggregates(ctx: TaskContext, host_name: str, reserved_host: str) -> 
 def _enable_reserved_host(ctx: TaskContext, host_name: str, reserved_host: str) -> None:
     # Taking the spare in the database is the lock: one recovery per reserved host across
     # every engine (the reference locks per process).
-    if not ctx.effects.take_reserved_host(reserved_host):
+    taken = ctx.progress.update_with(
+        spares.TAKEN_MESSAGE % reserved_host,
+        0.1,
+        lambda note: ctx.effects.take_reserved_host(reserved_host, note),
+    )
+    if not taken:
         raise exception.LockAlreadyAcquired(resource=reserved_host)
     try:
-        ctx.update_details(f"Enabling reserved host: '{reserved_host}'", 0.1)
         if ctx.conf.host_failure.add_reserved_host_to_aggregate:
             _add_to_aggregates(ctx, host_name, reserved_host)
         services = ctx.nova.find_compute_services(reserved_host)
@@ -457,6 +462,8 @@ def evacuate_instances(ctx: TaskContext) -> None:
         grouping,
     )
     everything = vmoves
+    # Only pending ones: the prepare task already ended those it found unsafe to move.
+    vmoves = [v for v in vmoves if v.status == VMOVE_PENDING]
     vmoves = _leave_what_cannot_fit(ctx, host_name, vmoves, reserved_host)
     ctx.update_details(
         "Start evacuation of instances from failed host '{host_name}', instance uuids are: "

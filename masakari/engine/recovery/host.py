@@ -13,7 +13,7 @@ from masakari.conf import host_return as host_return_opts
 from masakari.db import statuses
 from masakari.engine import plan
 from masakari.engine.context import Cancelled, PollTimeout, RunContext
-from masakari.engine.recovery import evacuate, host_return, scope
+from masakari.engine.recovery import evacuate, host_return, safety, scope
 from masakari.engine.recovery.evacuate import HYPERVISOR, TASK_STATE, VM_STATE, compute_host
 from masakari.engine.recovery.flow import (
     Flow,
@@ -159,6 +159,7 @@ def prepare_ha_enabled_instances(ctx: TaskContext) -> None:
         raise exception.SkipHostRecovery(message=msg)
 
     created = ctx.effects.record_moves(selected, host_name, ctx.run.clock.now())
+    _leave_unsafe(ctx, selected, created)
     # The evacuation task works on exactly these rows: this attempt's, not earlier ones.
     ctx.store.vmove_ids = [v.id for v in created]
     ctx.store.ha_instance_ids = {server["id"] for server in ha}
@@ -172,6 +173,17 @@ def prepare_ha_enabled_instances(ctx: TaskContext) -> None:
 
 def _in_scope(ctx: TaskContext, servers: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The servers the [host_failure] scope rules let move; the others are said and left."""
+    options = ctx.conf.host_failure
+    if servers and scope.aggregates_set(options):
+        host_name = required(ctx.store.host_name, "host_name")
+        rule = scope.host_out_of_scope(options, host_name, ctx.nova.list_aggregates())
+        if rule is not None:
+            ctx.update_details(
+                f"Instances of host '{host_name}' are out of scope ([host_failure] {rule}): "
+                "not evacuated",
+                0.85,
+            )
+            return []
     kept = []
     for server in servers:
         rule = scope.out_of_scope(ctx.conf.host_failure, server)
@@ -183,6 +195,27 @@ def _in_scope(ctx: TaskContext, servers: list[dict[str, Any]]) -> list[dict[str,
                 0.85,
             )
     return kept
+
+
+def _leave_unsafe(
+    ctx: TaskContext, selected: list[dict[str, Any]], created: list[evacuate.VMoveData]
+) -> None:
+    """Instances that cannot be evacuated safely: their vmoves end failed with the reason
+    before any evacuation (the evacuation task moves only pending ones)."""
+    reasons = safety.unsafe(ctx.conf.host_failure, ctx.nova, selected, ctx.store.reserved_host)
+    for vmove in created:
+        reason = reasons.get(vmove.instance_uuid)
+        if reason is None:
+            continue
+        ctx.update_details(
+            f"Instance '{vmove.instance_uuid}' cannot be evacuated safely: {reason}", 0.9
+        )
+        ctx.effects.update_vmove(
+            vmove.id,
+            status=statuses.VMOVE_FAILED,
+            message="Failed reason: " + reason,
+            end_time=ctx.run.clock.now(),
+        )
 
 
 def _error_before_recovery(ctx: TaskContext, server: dict[str, Any]) -> bool:

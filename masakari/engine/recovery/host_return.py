@@ -15,6 +15,9 @@ from masakari.engine.recovery.flow import Flow, Store, TaskContext, required, ru
 
 LOG = logging.getLogger(__name__)
 
+# The disabled_reason of a spare's nova-compute once it is back in the reserved pool.
+SPARE_DISABLE_REASON = "Masakari reserved host: back in the reserved pool."
+
 
 @task("ReturnHostTask")
 def return_host(ctx: TaskContext) -> None:
@@ -48,12 +51,62 @@ def return_host(ctx: TaskContext) -> None:
         else:
             ctx.effects.enable_service(service["id"])
             ctx.update_details(f"Enabled compute service on host '{host_name}'", 0.6)
+    if options.return_reserved_hosts:
+        _return_spares(ctx, host_uuid, host_name)
     if options.clear_on_maintenance:
         if ctx.effects.clear_maintenance(host_uuid):
             ctx.update_details(f"Host '{host_name}' is no longer on maintenance", 0.9)
         else:
             ctx.update_details(f"Host '{host_name}' was not on maintenance", 0.9)
     ctx.update_details(f"Host '{host_name}' returned", 1.0)
+
+
+def _return_spares(ctx: TaskContext, host_uuid: str, host_name: str) -> None:
+    """Give back the spares the host's recovery took, each once it holds no instance.
+
+    Its nova-compute is disabled before masakari marks it reserved, and Nova is asked
+    again after the disable: an instance Nova placed there in between keeps it in service.
+    """
+    host = ctx.effects.host(host_uuid)
+    taken = ctx.effects.spares_taken(host) if host is not None else []
+    if not taken:
+        ctx.update_details(f"No reserved host to return for host '{host_name}'", 0.8)
+        return
+    for spare in taken:
+        count = len(ctx.nova.list_servers_on_host(spare))
+        if count:
+            ctx.update_details(
+                f"Reserved host '{spare}' still hosts {count} instances: not returned to the "
+                "reserved pool",
+                0.8,
+            )
+            continue
+        services = ctx.nova.find_compute_services(spare)
+        if not services:
+            ctx.update_details(
+                f"Reserved host '{spare}' has no nova-compute service: not returned", 0.8
+            )
+            continue
+        service = services[0]
+        disabled_here = service.get("status") != "disabled"
+        if disabled_here:
+            ctx.effects.disable_service(service["id"], SPARE_DISABLE_REASON)
+        count = len(ctx.nova.list_servers_on_host(spare))
+        if count:
+            if disabled_here:
+                ctx.effects.enable_service(service["id"])
+            ctx.update_details(
+                f"Reserved host '{spare}' still hosts {count} instances: not returned to the "
+                "reserved pool",
+                0.8,
+            )
+            continue
+        if ctx.effects.return_spare(spare):
+            ctx.update_details(f"Returned reserved host '{spare}' to the reserved pool", 0.8)
+        else:
+            ctx.update_details(
+                f"Reserved host '{spare}' changed in masakari meanwhile: not returned", 0.8
+            )
 
 
 def handle(run: RunContext, host_uuid: str) -> str:

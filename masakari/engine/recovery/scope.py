@@ -46,3 +46,24 @@ def out_of_scope(options: Any, server: Mapping[str, Any]) -> str | None:
     if _metadata_matches(server, options.scope_exclude_metadata):
         return "scope_exclude_metadata"
     return None
+
+
+def aggregates_set(options: Any) -> bool:
+    """Whether the aggregate rules need the host's aggregates (a Nova request)."""
+    return bool(options.scope_include_aggregates or options.scope_exclude_aggregates)
+
+
+def host_out_of_scope(
+    options: Any, host_name: str, aggregates: Sequence[Mapping[str, Any]]
+) -> str | None:
+    """Which aggregate rule leaves every instance of the failed host where it is, or None."""
+    names: set[str] = set()
+    for aggregate in aggregates:
+        if host_name in (aggregate.get("hosts") or []):
+            names.update({str(aggregate.get("name")), str(aggregate.get("id"))})
+    include = options.scope_include_aggregates
+    if include and not names.intersection(include):
+        return "scope_include_aggregates"
+    if names.intersection(options.scope_exclude_aggregates):
+        return "scope_exclude_aggregates"
+    return None

@@ -48,6 +48,7 @@ class FakeNova:
     services: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
     servers: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
     aggregates: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    server_groups: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     fail: dict[tuple[str, str | None], Exception] = dataclasses.field(default_factory=dict)
     sticky: set[str] = dataclasses.field(default_factory=set)
     ignore: set[tuple[str, str]] = dataclasses.field(default_factory=set)
@@ -173,6 +174,10 @@ class FakeNova:
     def list_aggregates(self) -> list[dict[str, Any]]:
         self._call("list_aggregates")
         return [dict(a, hosts=list(a["hosts"])) for a in self.aggregates]
+
+    def list_server_groups(self) -> list[dict[str, Any]]:
+        self._call("list_server_groups")
+        return [dict(g, members=list(g["members"])) for g in self.server_groups]
 
     def add_host_to_aggregate(self, aggregate_id: Any, host: str) -> None:
         self._call("add_host_to_aggregate", None, aggregate_id, host)

@@ -4,6 +4,7 @@ once the lease is over or the claim is no longer this run's."""
 from __future__ import annotations
 
 import datetime
+import json
 from typing import Any
 
 import pytest
@@ -14,7 +15,8 @@ from masakari.db import instances
 from masakari.db import vmoves as db_vmoves
 from masakari.db.database import transaction
 from masakari.db.instances import Plan
-from masakari.db.models import Base, Host, Notification, NotificationClaim
+from masakari.db.models import Base, Host, Notification, NotificationClaim, RecoveryTask
+from masakari.engine.effects import TaskNote
 from masakari.engine.lease import LeaseLost
 from tests.unit.engine.conftest import add_rows, make_run, task_rows
 from tests.unit.engine.fakes import nova_error
@@ -323,6 +325,17 @@ def test_reserved_host_taken_once_and_given_back(db, nova, clock, world):
     assert not run.effects.take_reserved_host("reserved-1")
     run.effects.give_back_reserved_host("reserved-1")
     assert run.effects.take_reserved_host("reserved-1")
+
+
+def test_the_note_of_a_taken_spare_is_written_only_with_the_take(db, nova, clock, world):
+    run, _ = _setup_run(db, nova, clock, world)
+    detail = {"message": "Enabling reserved host: 'reserved-1'"}
+    note = TaskNote(1, 2, "EvacuateInstancesTask", "RUNNING", 0.1, detail)
+    assert run.effects.take_reserved_host("reserved-1", note)
+    assert not run.effects.take_reserved_host("reserved-1", TaskNote(2, 2, "X", "RUNNING", 0.1, {}))
+    with db.reader() as s:
+        rows = [(r.attempt, r.name, r.details) for r in s.query(RecoveryTask)]
+    assert rows == [(1, "EvacuateInstancesTask", json.dumps([detail]))]
 
 
 def test_progress_rows(db, nova, clock, world):
