@@ -59,11 +59,14 @@ def _view(req: ApiRequest, row: Any, details: list[dict[str, Any]] | None = None
 
 
 def show(req: ApiRequest) -> Reply:
-    """GET /v1/notifications/{id}: 200; from 1.1 with recovery_workflow_details."""
+    """GET /v1/notifications/{id}: 200; from 1.1 with recovery_workflow_details, from 1.4
+    the failed task's last message says why the recovery failed."""
     req.can(policies.DETAIL)
     notification_uuid = req.route_args["id"]
     if req.at_least("1.1"):
-        row, details = notifications_api.get_with_details(req.state.db, notification_uuid)
+        row, details = notifications_api.get_with_details(
+            req.state.db, notification_uuid, failure_message=req.at_least("1.4")
+        )
         return ok(_view(req, row, details))
     return ok(
         {"notification": views.notification(notifications_api.get(req.state.db, notification_uuid))}
