@@ -89,8 +89,12 @@ def host_change(
 
 
 def notification_create(
-    req: ApiRequest, data: Mapping[str, Any], create: Callable[[], Notification]
-) -> Notification:
+    req: ApiRequest,
+    data: Mapping[str, Any],
+    record: Callable[[], tuple[Notification, str | None]],
+) -> tuple[Notification, str | None]:
+    """``record`` gives the notification and why it is held (None when it is not)."""
+
     def planned() -> Fields:
         return {
             "generated_time": notifier.iso_time(notifications_api.to_utc(data["generated_time"])),
@@ -100,7 +104,14 @@ def notification_create(
             "source_host_uuid": None,
         }
 
-    return _emit(req, _NOTIFICATION, "create", planned, create, _changed(_NOTIFICATION))
+    return _emit(
+        req,
+        _NOTIFICATION,
+        "create",
+        planned,
+        record,
+        lambda recorded, _before: notifier.notification_fields(recorded[0]),
+    )
 
 
 def _planned(kind: _Kind, data: Mapping[str, Any], **defaults: Any) -> Fields:

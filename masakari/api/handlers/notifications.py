@@ -111,24 +111,16 @@ def _create(req: ApiRequest) -> Reply:
     req.can(policies.CREATE)
     data = body["notification"]
     validation.validate(schemas.PAYLOADS[data["type"]], data["payload"])
-    held: list[str | None] = []
-
-    def record() -> Any:
-        row, reason = notifications_api.record(
+    row, hold_reason = notify.notification_create(
+        req,
+        data,
+        lambda: notifications_api.record(
             req.state.db,
             req.state.conf.duplicate_notification_detection_interval,
             data,
             notifications_api.Rules.from_conf(req.state.conf),
-        )
-        held.append(reason)
-        return row
-
-    row = notify.notification_create(
-        req,
-        data,
-        record,
+        ),
     )
-    hold_reason = held[0]
     req.state.wake_engine(row.notification_uuid)
     if req.at_least("1.4"):
         return accepted(
