@@ -18,7 +18,9 @@ import sqlalchemy as sa
 from sqlalchemy import orm
 
 from masakari import exception
+from masakari.db import failures
 from masakari.db.models import Notification, RecoveryTask, VMove
+from masakari.ha import failed_task
 
 COLOURS = {
     "succeeded": "#2e7d32",
@@ -65,6 +67,7 @@ class Timeline:
     updated_at: datetime.datetime | None
     tasks: list[Bar]
     instances: list[Bar]
+    failure_reason: str | None = None
 
     @property
     def bars(self) -> list[Bar]:
@@ -89,13 +92,22 @@ def load(session: orm.Session, notification_uuid: str) -> Timeline:
     )
     if row is None:
         raise exception.NotificationNotFound(id=notification_uuid)
+    rows = list(
+        session.scalars(
+            sa.select(RecoveryTask)
+            .where(RecoveryTask.notification_uuid == notification_uuid)
+            .order_by(RecoveryTask.attempt, RecoveryTask.position)
+        )
+    )
+    shown = [
+        {"progress": task.progress, "progress_details": json.loads(task.details or "[]")}
+        for task in rows
+    ]
+    failure = failures.get(session, notification_uuid) if failed_task.failed(row.status) else None
+    shown = failed_task.with_reason(shown, failure)
     tasks = []
-    for task in session.scalars(
-        sa.select(RecoveryTask)
-        .where(RecoveryTask.notification_uuid == notification_uuid)
-        .order_by(RecoveryTask.attempt, RecoveryTask.position)
-    ):
-        details = json.loads(task.details or "[]")
+    for task, entry in zip(rows, shown, strict=True):
+        details = entry["progress_details"]
         times = [t for t in (_parse(d.get("timestamp")) for d in details) if t is not None]
         last = details[-1]["message"] if details else ""
         tasks.append(
@@ -136,6 +148,7 @@ def load(session: orm.Session, notification_uuid: str) -> Timeline:
         updated_at=row.updated_at,
         tasks=tasks,
         instances=instances,
+        failure_reason=None if failure is None else failure.reason,
     )
 
 
@@ -153,6 +166,7 @@ def text(timeline: Timeline) -> str:
         f"notification {t.notification_uuid}  type {t.type}  status {t.status}",
         f"reported {_clock(t.generated_time)}  received {_clock(t.created_at)}"
         f"  last change {_clock(t.updated_at)}",
+        *([f"failure reason: {t.failure_reason}"] if t.failure_reason is not None else []),
         "",
         "tasks:",
     ]
@@ -242,6 +256,9 @@ def html(timeline: Timeline) -> str:
             f"+{span * step / 5:.{0 if span >= 10 else 1}f}s</text>"
         )
     width = LABEL_WIDTH + PLOT_WIDTH + 300
+    failure = ""
+    if t.failure_reason is not None:
+        failure = f"<dt>failure reason</dt><dd>{_e(t.failure_reason)}</dd>"
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <title>Recovery of notification {_e(t.notification_uuid)}</title>
@@ -259,7 +276,7 @@ dt {{ color: #666; }}
 <dt>type</dt><dd>{_e(t.type)}</dd><dt>status</dt><dd>{_e(t.status)}</dd>
 <dt>reported</dt><dd>{_e(_clock(t.generated_time))}</dd>
 <dt>received</dt><dd>{_e(_clock(t.created_at))}</dd>
-<dt>tasks</dt><dd>{len(t.tasks)}</dd><dt>instances</dt><dd>{len(t.instances)}</dd>
+{failure}<dt>tasks</dt><dd>{len(t.tasks)}</dd><dt>instances</dt><dd>{len(t.instances)}</dd>
 </dl>
 <svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img"
  aria-label="recovery timeline">

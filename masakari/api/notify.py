@@ -6,6 +6,7 @@ With notifications off (the default) the change runs alone, without any extra re
 
 from __future__ import annotations
 
+import dataclasses
 import types
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
@@ -18,132 +19,140 @@ from masakari.ha import notifications as notifications_api
 from masakari.ha import segments as segments_api
 
 T = TypeVar("T")
+Fields = Mapping[str, Any]
 
 
-def _planned(data: Mapping[str, Any], **defaults: Any) -> Any:
-    # The object as the reference builds it before it is created: no id, no uuid yet.
-    return types.SimpleNamespace(**{**defaults, **data})
+@dataclasses.dataclass(frozen=True)
+class _Kind:
+    """An object the API changes: its event prefix, its fields and its payload."""
+
+    name: str
+    fields: Callable[..., dict[str, Any]]
+    payload: Callable[[Fields, notifier.Payload | None], notifier.Payload]
+
+
+_SEGMENT = _Kind("segment", notifier.segment_fields, notifier.segment_payload)
+_HOST = _Kind("host", notifier.host_fields, notifier.host_payload)
+_NOTIFICATION = _Kind("notification", notifier.notification_fields, notifier.notification_payload)
 
 
 def segment_create(
     req: ApiRequest, data: Mapping[str, Any], create: Callable[[], Segment]
 ) -> Segment:
-    n = req.state.notifier
-    if not n.enabled:
-        return create()
-    planned = _planned(data, description=None, enabled=True)
-    fields = {k: v for k, v in notifier.segment_fields(planned).items() if k not in ("id", "uuid")}
-    return _around(
-        n,
-        "segment.create",
-        lambda f: notifier.segment_payload(fields, f),
+    return _emit(
+        req,
+        _SEGMENT,
+        "create",
+        lambda: _planned(_SEGMENT, data, description=None, enabled=True),
         create,
-        lambda row: notifier.segment_payload(notifier.segment_fields(row)),
+        _changed(_SEGMENT),
     )
 
 
 def segment_change(req: ApiRequest, action: str, segment_uuid: str, change: Callable[[], T]) -> T:
-    n = req.state.notifier
-    if not n.enabled:
-        return change()
-    before = notifier.segment_fields(segments_api.get(req.state.db, segment_uuid))
-    if action == "delete":
-        after = {k: v for k, v in before.items() if k != "id"}
-        return _around(
-            n,
-            "segment.delete",
-            lambda f: notifier.segment_payload(before, f),
-            change,
-            lambda _: notifier.segment_payload(after),
-        )
-    return _around(
-        n,
-        "segment.update",
-        lambda f: notifier.segment_payload(before, f),
+    return _change(
+        req,
+        _SEGMENT,
+        action,
+        lambda: notifier.segment_fields(segments_api.get(req.state.db, segment_uuid)),
         change,
-        lambda row: notifier.segment_payload(notifier.segment_fields(row)),
     )
 
 
 def host_create(
     req: ApiRequest, segment_uuid: str, data: Mapping[str, Any], create: Callable[[], Host]
 ) -> Host:
-    n = req.state.notifier
-    if not n.enabled:
-        return create()
-    segment = segments_api.get(req.state.db, segment_uuid)
-    planned = _planned(
-        data,
-        reserved=False,
-        on_maintenance=False,
-        failover_segment_id=segment_uuid,
-        failover_segment=segment,
-    )
-    fields = {k: v for k, v in notifier.host_fields(planned).items() if k not in ("id", "uuid")}
-    return _around(
-        n,
-        "host.create",
-        lambda f: notifier.host_payload(fields, f),
-        create,
-        lambda row: notifier.host_payload(notifier.host_fields(row)),
-    )
+    def planned() -> Fields:
+        segment = segments_api.get(req.state.db, segment_uuid)
+        return _planned(
+            _HOST,
+            data,
+            reserved=False,
+            on_maintenance=False,
+            failover_segment_id=segment_uuid,
+            failover_segment=segment,
+        )
+
+    return _emit(req, _HOST, "create", planned, create, _changed(_HOST))
 
 
 def host_change(
     req: ApiRequest, action: str, segment_uuid: str, host_uuid: str, change: Callable[[], T]
 ) -> T:
-    n = req.state.notifier
-    if not n.enabled:
-        return change()
-    before = notifier.host_fields(*hosts_api.get(req.state.db, segment_uuid, host_uuid))
-    if action == "delete":
-        after = {k: v for k, v in before.items() if k != "id"}
-        return _around(
-            n,
-            "host.delete",
-            lambda f: notifier.host_payload(before, f),
-            change,
-            lambda _: notifier.host_payload(after),
-        )
-    return _around(
-        n,
-        "host.update",
-        lambda f: notifier.host_payload(before, f),
+    return _change(
+        req,
+        _HOST,
+        action,
+        lambda: notifier.host_fields(*hosts_api.get(req.state.db, segment_uuid, host_uuid)),
         change,
-        lambda row: notifier.host_payload(notifier.host_fields(row)),
     )
 
 
 def notification_create(
-    req: ApiRequest, data: Mapping[str, Any], create: Callable[[], Notification]
-) -> Notification:
-    n = req.state.notifier
-    if not n.enabled:
-        return create()
-    start = {
-        "generated_time": notifier.iso_time(notifications_api.to_utc(data["generated_time"])),
-        "type": data.get("type"),
-        "payload": data.get("payload"),
-        "status": "new",
-        "source_host_uuid": None,
-    }
-    return _around(
-        n,
-        "notification.create",
-        lambda f: notifier.notification_payload(start, f),
-        create,
-        lambda row: notifier.notification_payload(notifier.notification_fields(row)),
+    req: ApiRequest,
+    data: Mapping[str, Any],
+    record: Callable[[], tuple[Notification, str | None]],
+) -> tuple[Notification, str | None]:
+    """``record`` gives the notification and why it is held (None when it is not)."""
+
+    def planned() -> Fields:
+        return {
+            "generated_time": notifier.iso_time(notifications_api.to_utc(data["generated_time"])),
+            "type": data.get("type"),
+            "payload": data.get("payload"),
+            "status": "new",
+            "source_host_uuid": None,
+        }
+
+    return _emit(
+        req,
+        _NOTIFICATION,
+        "create",
+        planned,
+        record,
+        lambda recorded, _before: notifier.notification_fields(recorded[0]),
     )
 
 
-def _around(
-    n: notifier.Notifier,
-    event: str,
-    start: Callable[[notifier.Payload | None], notifier.Payload],
-    change: Callable[[], T],
-    end: Callable[[T], notifier.Payload],
+def _planned(kind: _Kind, data: Mapping[str, Any], **defaults: Any) -> Fields:
+    # The object as the reference builds it before it is created: no id, no uuid yet.
+    fields = kind.fields(types.SimpleNamespace(**{**defaults, **data}))
+    return {k: v for k, v in fields.items() if k not in ("id", "uuid")}
+
+
+def _changed(kind: _Kind) -> Callable[[Any, Fields], Fields]:
+    """The end payload of a create or update: the object as written."""
+    return lambda row, _before: kind.fields(row)
+
+
+def _deleted(_result: object, before: Fields) -> Fields:
+    # The end payload of a delete: the object as it was, without its id.
+    return {k: v for k, v in before.items() if k != "id"}
+
+
+def _change(
+    req: ApiRequest, kind: _Kind, action: str, before: Callable[[], Fields], change: Callable[[], T]
 ) -> T:
-    with n.around(event, start) as done:
+    """An update or a delete: the start payload is the object as read before the change."""
+    end = _deleted if action == "delete" else _changed(kind)
+    return _emit(req, kind, action, before, change, end)
+
+
+def _emit(
+    req: ApiRequest,
+    kind: _Kind,
+    action: str,
+    start: Callable[[], Fields],
+    change: Callable[[], T],
+    end: Callable[[T, Fields], Fields],
+) -> T:
+    """``change`` between ``<kind>.<action>.start`` and ``.end`` (``.error`` if it raises);
+    nothing is read for the payloads while notifications are off."""
+    n = req.state.notifier
+    if not n.enabled:
+        return change()
+    started = start()
+    with n.around(f"{kind.name}.{action}", lambda f: kind.payload(started, f)) as done:
         result = change()
-        done(end(result))
+        done(kind.payload(end(result, started), None))
     return result

@@ -38,3 +38,8 @@ def reasons(session: orm.Session, notification_uuids: list[str]) -> dict[str, st
         )
     )
     return {row.notification_uuid: row.reason for row in rows}
+
+
+def get(session: orm.Session, notification_uuid: str) -> NotificationFailure | None:
+    """The notification's failure reason with when it was recorded, or None."""
+    return session.get(NotificationFailure, notification_uuid)

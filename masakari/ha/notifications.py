@@ -20,6 +20,7 @@ from masakari.db import notifications as notifications_db
 from masakari.db.database import Database
 from masakari.db.models import Notification
 from masakari.db.paging import Row
+from masakari.ha import failed_task
 
 LOG = logging.getLogger(__name__)
 MAINTENANCE_MESSAGE = (
@@ -273,8 +274,11 @@ def get(db: Database, notification_uuid: str) -> Row:
         return notifications_db.read(session, notification_uuid)
 
 
-def get_with_details(db: Database, notification_uuid: str) -> tuple[Row, list[dict[str, Any]]]:
-    """The notification and its recovery_workflow_details, read from the progress table.
+def get_with_details(
+    db: Database, notification_uuid: str, failure_message: bool = False
+) -> tuple[Row, list[dict[str, Any]]]:
+    """The notification and its recovery_workflow_details, read from the progress table;
+    ``failure_message`` (1.4) ends a failed recovery's last task with the failure reason.
 
     The reference asks the engine, which fails (500) once the source host is deleted; the
     details do not depend on the host here.
@@ -283,4 +287,7 @@ def get_with_details(db: Database, notification_uuid: str) -> tuple[Row, list[di
         raise exception.NotificationNotFound(id=notification_uuid)
     with db.reader() as session:
         row = notifications_db.read(session, notification_uuid)
-        return row, progress.workflow_details(session, notification_uuid)
+        details = progress.workflow_details(session, notification_uuid)
+        if failure_message and failed_task.failed(row.status):
+            details = failed_task.with_reason(details, failures.get(session, notification_uuid))
+        return row, details

@@ -59,11 +59,14 @@ def _view(req: ApiRequest, row: Any, details: list[dict[str, Any]] | None = None
 
 
 def show(req: ApiRequest) -> Reply:
-    """GET /v1/notifications/{id}: 200; from 1.1 with recovery_workflow_details."""
+    """GET /v1/notifications/{id}: 200; from 1.1 with recovery_workflow_details, from 1.4
+    the failed task's last message says why the recovery failed."""
     req.can(policies.DETAIL)
     notification_uuid = req.route_args["id"]
     if req.at_least("1.1"):
-        row, details = notifications_api.get_with_details(req.state.db, notification_uuid)
+        row, details = notifications_api.get_with_details(
+            req.state.db, notification_uuid, failure_message=req.at_least("1.4")
+        )
         return ok(_view(req, row, details))
     return ok(
         {"notification": views.notification(notifications_api.get(req.state.db, notification_uuid))}
@@ -108,24 +111,16 @@ def _create(req: ApiRequest) -> Reply:
     req.can(policies.CREATE)
     data = body["notification"]
     validation.validate(schemas.PAYLOADS[data["type"]], data["payload"])
-    held: list[str | None] = []
-
-    def record() -> Any:
-        row, reason = notifications_api.record(
+    row, hold_reason = notify.notification_create(
+        req,
+        data,
+        lambda: notifications_api.record(
             req.state.db,
             req.state.conf.duplicate_notification_detection_interval,
             data,
             notifications_api.Rules.from_conf(req.state.conf),
-        )
-        held.append(reason)
-        return row
-
-    row = notify.notification_create(
-        req,
-        data,
-        record,
+        ),
     )
-    hold_reason = held[0]
     req.state.wake_engine(row.notification_uuid)
     if req.at_least("1.4"):
         return accepted(
