@@ -3,6 +3,7 @@
     python -m benchmarks.api_bench [--reference-venv .ref-venv] [--auth keystone,noauth2]
                                    [--workers 1,4] [--requests 400] [--concurrency 4]
                                    [--rows 1000] [--no-ceiling] [--markdown] [--metrics]
+                                   [--repeats 1]
 
 Each (implementation, auth strategy, worker count) gets a fresh SQLite database and its
 engine (the project's masakari-engine; the reference's runs in the same process as its API,
@@ -21,7 +22,9 @@ a WSGI application that answers a fixed small JSON body, no middleware: what no 
 of the API can beat.
 
 Printed per run: requests/s, p50 and p99 (ms); with the reference, the ratio of
-requests/s (project / reference) and of p50 (reference / project).
+requests/s (project / reference) and of p50 (reference / project). With ``--repeats``, the
+reference and the project runs alternate and each figure is the median of the repeats;
+the load average is printed at the start and the end.
 """
 
 from __future__ import annotations
@@ -482,11 +485,40 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--no-ceiling", action="store_true", help="skip the bare WSGI ceiling")
     parser.add_argument("--markdown", action="store_true")
     parser.add_argument(
+        "--repeats", type=int, default=1, help="runs of each, alternating; medians are printed"
+    )
+    parser.add_argument(
         "--metrics",
         action="store_true",
         help="run the project with [metrics] enabled off, then on; the ratio is on/off",
     )
     return parser.parse_args(argv)
+
+
+def median_of(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per scenario, the median of each figure over repeated runs (errors added up, RSS at
+    its highest)."""
+    merged: dict[str, Any] = {"rss at rest": statistics.median(r["rss at rest"] for r in runs)}
+    for label in runs[0]:
+        if label == "rss at rest":
+            continue
+        figures = [r[label] for r in runs]
+        unexpected: collections.Counter[int] = collections.Counter()
+        for f in figures:
+            unexpected.update(f["unexpected"])
+        merged[label] = {
+            "rps": statistics.median(f["rps"] for f in figures),
+            "p50": statistics.median(f["p50"] for f in figures),
+            "p99": statistics.median(f["p99"] for f in figures),
+            "errors": sum(f["errors"] for f in figures),
+            "unexpected": dict(unexpected),
+            "rss": max(f["rss"] for f in figures),
+        }
+    return merged
+
+
+def load() -> str:
+    return "load average " + ", ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -496,35 +528,46 @@ def main(argv: list[str] | None = None) -> int:
     # by each run, whose database is new).
     for i in range(args.requests * 6 + args.slow_requests + 200):
         sim.add_service(f"new-{i}")
+    print(f"start: {load()}; {args.repeats} repeat(s), medians", flush=True)
     try:
         workers = [int(w) for w in args.workers.split(",")]
         for auth in args.auth.split(","):
-            reference = None
-            if args.reference_venv and not args.metrics:
-                reference = run("reference", sim, auth, 1, args.reference_venv, args)
-            for count in workers:
-                if args.metrics:
+            if args.metrics:
+                for count in workers:
                     # In the table's reference columns: the project with metrics off.
                     reference = run("project", sim, auth, count, None, args)
                     project = run("project+metrics", sim, auth, count, None, args, METRICS_ON)
                     print(f"\n{auth}, {count} API worker(s), metrics on vs off (ref columns):")
                     for line in table(project, reference, args.markdown):
                         print(line)
-                    continue
-                project = run("project", sim, auth, count, None, args)
+                continue
+            # Reference and project runs alternate, so that a change of the machine's load
+            # falls on both.
+            references: list[dict[str, Any]] = []
+            projects: dict[int, list[dict[str, Any]]] = {count: [] for count in workers}
+            for _ in range(args.repeats):
+                if args.reference_venv:
+                    references.append(run("reference", sim, auth, 1, args.reference_venv, args))
+                for count in workers:
+                    projects[count].append(run("project", sim, auth, count, None, args))
+            reference = median_of(references) if references else None
+            for count in workers:
                 print(f"\n{auth}, project {count} API worker(s), reference 1 (eventlet):")
-                for line in table(project, reference, args.markdown):
+                for line in table(median_of(projects[count]), reference, args.markdown):
                     print(line)
                 sys.stdout.flush()
         if not args.no_ceiling:
             for count in workers:
-                result = ceiling(sim, count, args)
+                results = [ceiling(sim, count, args) for _ in range(args.repeats)]
                 print(
-                    f"\nbare WSGI ceiling, {count} worker(s): {result['rps']:.0f} req/s, "
-                    f"p50 {result['p50']:.1f} ms, p99 {result['p99']:.1f} ms"
+                    f"\nbare WSGI ceiling, {count} worker(s): "
+                    f"{statistics.median(r['rps'] for r in results):.0f} req/s, "
+                    f"p50 {statistics.median(r['p50'] for r in results):.1f} ms, "
+                    f"p99 {statistics.median(r['p99'] for r in results):.1f} ms"
                 )
     finally:
         sim.stop()
+    print(f"\nend: {load()}")
     return 0
 
 

@@ -1,7 +1,8 @@
 """Where one API request's time goes: the application in process, keystone auth on.
 
-    python -m benchmarks.api_profile [segments|host|hosts|notifications] [--requests 300]
-                                     [--rows 1000] [--profiler cprofile|pyinstrument|none]
+    python -m benchmarks.api_profile [segments|host|hosts|notifications|create-host]
+                                     [--requests 300] [--rows 1000]
+                                     [--profiler cprofile|pyinstrument|none]
 
 The application is built as masakari-api builds it from a masakari.conf (the functional
 tests' Deployment: SQLite, keystonemiddleware against the Nova simulator's Keystone, the
@@ -20,14 +21,19 @@ import pstats
 import sys
 import time
 import uuid
+from collections.abc import Callable
+from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from masakari.db import models  # noqa: E402
-from tests.functional.api.support import Deployment, segment_body  # noqa: E402
+from tests.functional.api.support import Deployment, host_body, segment_body  # noqa: E402
+
+# One request of a scenario: its sequence number -> (method, path, body).
+Request = Callable[[int], tuple[str, str, Any]]
 
 
-def seed(d: Deployment, rows: int) -> dict[str, str]:
+def seed(d: Deployment, rows: int) -> dict[str, Request]:
     seg = d.request("POST", "/v1/segments", segment_body("s0")).json["segment"]["uuid"]
     for i in range(2):
         d.request("POST", "/v1/segments", segment_body(f"s{i + 1}"))
@@ -59,30 +65,44 @@ def seed(d: Deployment, rows: int) -> dict[str, str]:
                     created_at=now,
                 )
             )
+    # POST host asks the simulator's Nova for the compute service, as a deployment does.
     return {
-        "segments": "/v1/segments",
-        "host": f"/v1/segments/{seg}/hosts/{host}",
-        "hosts": f"/v1/segments/{seg}/hosts",
-        "notifications": "/v1/notifications",
+        "segments": lambda i: ("GET", "/v1/segments", None),
+        "host": lambda i: ("GET", f"/v1/segments/{seg}/hosts/{host}", None),
+        "hosts": lambda i: ("GET", f"/v1/segments/{seg}/hosts", None),
+        "notifications": lambda i: ("GET", "/v1/notifications", None),
+        "create-host": lambda i: ("POST", f"/v1/segments/{seg}/hosts", host_body(f"new-{i}")),
     }
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("path", nargs="?", default="host", help="segments|host|hosts|notifications")
+    parser.add_argument(
+        "path", nargs="?", default="host", help="segments|host|hosts|notifications|create-host"
+    )
     parser.add_argument("--requests", type=int, default=300)
     parser.add_argument("--rows", type=int, default=1000)
     parser.add_argument("--profiler", default="pyinstrument")
     args = parser.parse_args(argv)
     with Deployment() as d:
-        path = seed(d, args.rows)[args.path]
-        for _ in range(5):
-            assert d.request("GET", path).status_int == 200
+        build = seed(d, args.rows)[args.path]
+        total = 5 + args.requests * 2
+        if args.path == "create-host":
+            for i in range(total):
+                d.sim.add_service(f"new-{i}")
+        counter = iter(range(total))
+
+        def run(count: int) -> None:
+            for _ in range(count):
+                method, path, body = build(next(counter))
+                assert d.request(method, path, body).status_int < 300
+
+        run(5)
         start = time.perf_counter()
-        for _ in range(args.requests):
-            d.request("GET", path)
+        run(args.requests)
         mean = (time.perf_counter() - start) / args.requests * 1000
-        print(f"GET {path}: {mean:.2f} ms per request (no profiler)")
+        method, path, _ = build(0)
+        print(f"{method} {path}: {mean:.2f} ms per request (no profiler)")
         if args.profiler == "none":
             return 0
         if args.profiler == "pyinstrument":
@@ -93,15 +113,13 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 sampler = Profiler(interval=0.0002)
                 sampler.start()
-                for _ in range(args.requests):
-                    d.request("GET", path)
+                run(args.requests)
                 sampler.stop()
                 print(sampler.output_text())
                 return 0
         profile = cProfile.Profile()
         profile.enable()
-        for _ in range(args.requests):
-            d.request("GET", path)
+        run(args.requests)
         profile.disable()
         pstats.Stats(profile).sort_stats("cumulative").print_stats(40)
     return 0

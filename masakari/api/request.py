@@ -79,6 +79,8 @@ class ApiRequest(webob.Request):
 
 @dataclasses.dataclass(frozen=True)
 class Reply:
+    """``body``: what json.dumps encodes, or the JSON text already encoded (bytes)."""
+
     status: int
     body: Any = None
 

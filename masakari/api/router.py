@@ -191,7 +191,9 @@ class Router:
 
 def _serialise(reply: Reply, media_type: str, version: microversion.Version) -> webob.Response:
     response = webob.Response(status=reply.status)
-    if reply.body is not None:
+    if isinstance(reply.body, bytes):
+        response.body = reply.body
+    elif reply.body is not None:
         response.body = json.dumps(reply.body).encode("utf-8")
     response.headers["Content-Type"] = media_type
     response.headers[microversion.HEADER] = microversion.header_text(version)

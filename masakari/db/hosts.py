@@ -85,11 +85,22 @@ def get_by_name_for_update(session: orm.Session, name: str) -> Host:
     return row
 
 
-def create(session: orm.Session, values: Mapping[str, Any]) -> Host:
-    row = Host(uuid=str(uuid.uuid4()), **values)
+def create(session: orm.Session, values: Mapping[str, Any], segment: models.Segment) -> Host:
+    """Insert a host of ``segment`` (read in this transaction), ready for a response body."""
+    # Every column is given, so the inserted row is known without reading it back (the
+    # SELECT of a refresh, with its segment joined, was a fifth of POST host's own time).
+    row = Host(
+        uuid=str(uuid.uuid4()),
+        created_at=models.utcnow(),
+        updated_at=None,
+        deleted_at=None,
+        deleted=0,
+        **values,
+    )
     session.add(row)
     flush_unique(session, exception.HostExists(name=values.get("name")))
-    return reload(session, row)
+    orm.attributes.set_committed_value(row, "failover_segment", segment)
+    return row
 
 
 def update(session: orm.Session, row: Host, values: Mapping[str, Any]) -> Host:

@@ -93,10 +93,13 @@ def paginate(
     values = dict(params)
     if limit is not None:
         values["page_limit"] = limit
+    # Through the session's connection: the session would wrap each row for the ORM first,
+    # which costs more than fetching it.
+    connection = session.connection()
     if marker_row is not None:
         # The marker's values are literals in the statement: not worth keeping.
         return list(
-            session.execute(
+            connection.execute(
                 _statement(model, criteria, keys, dirs, marker_row, limit), values
             ).all()
         )
@@ -113,7 +116,7 @@ def paginate(
         if len(_STATEMENTS) >= _STATEMENTS_MAX:
             _STATEMENTS.clear()
         _STATEMENTS[cache_key] = statement
-    return list(session.execute(statement, values).all())
+    return list(connection.execute(statement, values).all())
 
 
 def _statement(
@@ -136,8 +139,15 @@ def _statement(
 
 
 @functools.cache
-def _columns(model: Any) -> tuple[sa.Column[Any], ...]:
-    return tuple(sa.inspect(model).local_table.columns)
+def _columns(model: Any) -> tuple[Any, ...]:
+    # An enum column is read as the string it holds: its result processor only looks the
+    # string up again, per row.
+    return tuple(
+        sa.type_coerce(column, sa.String).label(column.name)
+        if isinstance(column.type, sa.Enum)
+        else column
+        for column in sa.inspect(model).local_table.columns
+    )
 
 
 @functools.cache

@@ -67,8 +67,7 @@ def create(
         values[flag] = strutils.bool_from_string(data.get(flag, False), strict=True)
     check_compute(values["name"])
     with db.writer() as session:
-        segments_db.get(session, segment_uuid)
-        return hosts_db.create(session, values)
+        return hosts_db.create(session, values, segments_db.get(session, segment_uuid))
 
 
 def update(

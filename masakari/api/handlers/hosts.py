@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from masakari.api import handlers, microversion, notify, views
+from masakari.api import handlers, listjson, microversion, notify, views
 from masakari.api.request import ApiRequest, Reply, created, no_content, ok
 from masakari.api.schemas import hosts as schemas
 from masakari.compute import nova, placement
@@ -31,7 +31,7 @@ def index(req: ApiRequest) -> Reply:
     rows = hosts_api.list_(
         req.state.db, segment_uuid, filters, page.sort_keys, page.sort_dirs, page.limit, page.marker
     )
-    return ok({"hosts": [views.host(row, segment) for row in rows]})
+    return ok(listjson.hosts(rows, segment))
 
 
 def show(req: ApiRequest) -> Reply:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from masakari import exception, metrics
-from masakari.api import faults, handlers, notify, outage, validation, views
+from masakari.api import faults, handlers, listjson, notify, outage, validation, views
 from masakari.api.request import ApiRequest, Reply, accepted, ok
 from masakari.api.schemas import notifications as schemas
 from masakari.ha import notifications as notifications_api
@@ -33,7 +33,7 @@ def index(req: ApiRequest) -> Reply:
         req.state.db, filters, page.sort_keys, page.sort_dirs, page.limit, page.marker, v14
     )
     if not v14:
-        return ok({"notifications": [views.notification(row) for row in rows]})
+        return ok(listjson.notifications(rows))
     extras = notifications_api.extras(req.state.db, [row.notification_uuid for row in rows])
     return ok({"notifications": [_since_1_4(row, extras) for row in rows]})
 
