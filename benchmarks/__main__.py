@@ -39,6 +39,7 @@ BENCHMARKS = {
     "recovery": Benchmark("recovery_bench", reference="--reference-python"),
     "takeover": Benchmark("takeover_bench"),
     "wakeup": Benchmark("wakeup_bench"),
+    "metrics-cost": Benchmark("metrics_cost"),
     "profile": Benchmark("api_profile", tool=True),
 }
 
@@ -54,7 +55,7 @@ def listing() -> str:
     lines = ["benchmarks (python -m benchmarks NAME [OPTIONS...], or all):"]
     for name, bench in BENCHMARKS.items():
         note = " [tool, not in all]" if bench.tool else ""
-        lines.append(f"  {name:<10} {summary(bench)}{note}")
+        lines.append(f"  {name:<12} {summary(bench)}{note}")
     return "\n".join(lines)
 
 
