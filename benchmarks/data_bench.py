@@ -2,7 +2,8 @@
 
     python -m benchmarks.data_bench [--reference-venv .ref-venv] [--backends sqlite,postgresql]
                                     [--hosts 10000] [--notifications 100000] [--vmoves 1000000]
-                                    [--small 0.01] [--requests 20] [--markdown]
+                                    [--small 0.01] [--requests 20] [--without-indexes]
+                                    [--markdown]
 
 For each backend, one database (a SQLite file, or a throwaway PostgreSQL database on
 MASAKARI_TEST_POSTGRESQL_URL's server) with masakari's schema (``masakari-manage db sync``:
@@ -14,7 +15,9 @@ reference_server.py, told not to migrate) are started on the database in turn, a
 list below is requested ``--requests`` times by one client: p50 in ms. The periodic tasks'
 queries are timed in process against the same database (the project's own functions; the
 reference's through its own code, run with its Python). RSS: API and engine processes
-together, at rest after start and at peak during the lists.
+together, at rest after start and at peak during the lists. ``--without-indexes`` also
+measures the project on the same rows without the project's list indexes (the schema one
+migration back, then forward again): the indexes' effect in one run.
 
 Rows: 10 segments holding the hosts evenly; notifications of 100 hosts of the first
 segment, 10% of them COMPUTE_HOST, each of those with an equal share of the vmoves; every
@@ -50,6 +53,8 @@ SOURCE_HOSTS = 100
 START = datetime.datetime(2025, 1, 1)
 YEAR = datetime.timedelta(days=365)
 CHUNK = 10_000
+# The schema before the project's list indexes (migration d4e6f8a0b2c4).
+BEFORE_INDEXES = "a3d5f7c9e1b2"
 
 
 class Population:
@@ -169,6 +174,11 @@ class Population:
 
         self.insert("vmoves", vmove_rows())
         self.counts["vmoves"] = vmoves
+        if self.engine.dialect.name == "postgresql":
+            # What autovacuum does within a minute of a deployment's growth: without
+            # statistics the planner guesses one row per table and picks poor plans.
+            with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+                conn.exec_driver_sql("ANALYZE")
 
 
 def soft(when: datetime.datetime, **values: Any) -> dict[str, Any]:
@@ -336,10 +346,13 @@ def stage(
 ) -> dict[str, dict[str, Any]]:
     results: dict[str, dict[str, Any]] = {}
     impls: list[tuple[str, str | None]] = [("project", None)]
+    if args.without_indexes:
+        impls.append((NO_INDEXES, None))
     if args.reference_venv:
         impls.append(("reference", args.reference_venv))
     for name, venv in impls:
         print(f"  {name}...", file=sys.stderr)
+        migrate(url, BEFORE_INDEXES if name == NO_INDEXES else None)
         server = Server(name, sim, "keystone", 1, venv, db_url=url, sync=False)
         try:
             time.sleep(1)
@@ -358,6 +371,9 @@ def stage(
     return results
 
 
+NO_INDEXES = "project without indexes"
+
+
 @contextlib.contextmanager
 def database(backend: str) -> Iterator[str]:
     with tempfile.TemporaryDirectory(prefix="masakari-data-bench-") as tmp:
@@ -365,28 +381,24 @@ def database(backend: str) -> Iterator[str]:
             yield url
 
 
-def migrate(url: str) -> None:
+def migrate(url: str, version: str | None = None) -> None:
     from masakari.db import migration
     from masakari.db.database import Database
 
     db = Database.from_url(url)
     try:
-        migration.upgrade(db.engine)
+        migration.upgrade(db.engine, version)
     finally:
         db.dispose()
 
 
 def report(backend: str, sizes: list[dict[str, int]], stages: list[Any], markdown: bool) -> None:
     small, big = stages
+    impls = list(small)
     head = ["list (p50 ms)"]
     for size in sizes:
-        label = f"{size['notifications']:,} notif."
-        head += (
-            [f"project {label}", f"reference {label}"]
-            if "reference" in small
-            else [f"project {label}"]
-        )
-    head += ["project big/small"]
+        head += [f"{impl} {size['notifications']:,} notif." for impl in impls]
+    head += [f"{impl} big/small" for impl in impls]
     if "reference" in small:
         head += ["ratio ref/project (big)"]
     print(
@@ -401,32 +413,28 @@ def report(backend: str, sizes: list[dict[str, int]], stages: list[Any], markdow
             continue
         cells = [label]
         for result in (small, big):
-            cells.append(f"{result['project'][label]['p50']:.1f}")
-            if "reference" in result:
-                cells.append(f"{result['reference'][label]['p50']:.1f}")
-        cells.append(f"{big['project'][label]['p50'] / small['project'][label]['p50']:.2f}x")
+            cells += [f"{result[impl][label]['p50']:.1f}" for impl in impls]
+        cells += [f"{big[i][label]['p50'] / small[i][label]['p50']:.2f}x" for i in impls]
         if "reference" in big:
             cells.append(f"{big['reference'][label]['p50'] / big['project'][label]['p50']:.1f}x")
         print(line(cells, markdown))
     print("\nperiodic task queries, median ms (small -> big):")
-    for name in ("project", "reference"):
-        if name in small:
-            for task, value in small[name]["periodic"].items():
-                print(f"  {name}: {task}: {value:.1f} -> {big[name]['periodic'][task]:.1f}")
+    for name in impls:
+        for task, value in small[name]["periodic"].items():
+            print(f"  {name}: {task}: {value:.1f} -> {big[name]['periodic'][task]:.1f}")
     print("\nRSS MiB of API + engine (at rest / peak during the lists), small -> big:")
-    for name in ("project", "reference"):
-        if name in small:
-            print(
-                f"  {name}: {small[name]['rss at rest']:.0f} / {small[name]['rss peak']:.0f} -> "
-                f"{big[name]['rss at rest']:.0f} / {big[name]['rss peak']:.0f}"
-            )
+    for name in impls:
+        print(
+            f"  {name}: {small[name]['rss at rest']:.0f} / {small[name]['rss peak']:.0f} -> "
+            f"{big[name]['rss at rest']:.0f} / {big[name]['rss peak']:.0f}"
+        )
     sys.stdout.flush()
 
 
 def line(cells: list[str], markdown: bool) -> str:
     if markdown:
         return "| " + " | ".join(cells) + " |"
-    return f"{cells[0]:<38}" + "".join(f"{c:>26}" for c in cells[1:])
+    return f"{cells[0]:<38}" + "".join(f"{c:>{max(26, len(c) + 2)}}" for c in cells[1:])
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -439,6 +447,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--small", type=float, default=0.01, help="first stage, share of sizes")
     parser.add_argument("--requests", type=int, default=20, help="per list and stage")
     parser.add_argument("--periodic-repeat", type=int, default=5)
+    parser.add_argument(
+        "--without-indexes",
+        action="store_true",
+        help="also measure the project without its list indexes (migration d4e6f8a0b2c4)",
+    )
     parser.add_argument("--markdown", action="store_true")
     return parser.parse_args(argv)
 

@@ -110,7 +110,22 @@ class Host(_SoftDelete, Base):
 
 class Notification(_SoftDelete, Base):
     __tablename__ = "notifications"
-    __table_args__ = (UniqueConstraint("notification_uuid", name="uniq_notification0uuid"),)
+    __table_args__ = (
+        UniqueConstraint("notification_uuid", name="uniq_notification0uuid"),
+        # The project's (migration d4e6f8a0b2c4): the lists' filters, then their order.
+        Index("masakari_notifications_created_idx", "deleted", "created_at", "id"),
+        Index("masakari_notifications_status_idx", "status", "deleted", "created_at", "id"),
+        Index(
+            "masakari_notifications_source_host_idx",
+            "source_host_uuid",
+            "deleted",
+            "created_at",
+            "id",
+        ),
+        Index(
+            "masakari_notifications_generated_idx", "deleted", "generated_time", "created_at", "id"
+        ),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     notification_uuid: Mapped[str] = mapped_column(String(36), nullable=False)
@@ -127,7 +142,10 @@ class Notification(_SoftDelete, Base):
 
 class VMove(_SoftDelete, Base):
     __tablename__ = "vmoves"
-    __table_args__ = (UniqueConstraint("uuid", name="uniq_vmove0uuid"),)
+    __table_args__ = (
+        UniqueConstraint("uuid", name="uniq_vmove0uuid"),
+        Index("masakari_vmoves_notification_idx", "notification_uuid"),  # the project's
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     uuid: Mapped[str] = mapped_column(String(36), nullable=False)

@@ -135,7 +135,25 @@ def _statement(
     query = oslo_utils.paginate_query(
         query, model, None, list(keys), marker=marker_row, sort_dirs=list(dirs)
     )
+    if marker_row is not None:
+        query = query.where(*_first_key_bound(model, keys[0], dirs[0], marker_row))
     return query if limit is None else query.limit(_LIMIT)
+
+
+def _first_key_bound(model: Any, key: str, direction: str, marker_row: Any) -> list[Any]:
+    """The first sort key's range implied by paginate_query's marker condition.
+
+    Its condition is an OR (first key beyond the marker's, or equal and the next key
+    beyond...), which no database turns into an index range: a page deep in a big table
+    then reads every row before the marker. The same rows satisfy this bound, which an
+    index on the key (or on the list's filters, then the key) can seek to. A null marker
+    value has no bound; booleans are compared cast by paginate_query, and not bounded.
+    """
+    value = getattr(marker_row, key)
+    column = getattr(model, key)
+    if value is None or isinstance(column.type, sa.Boolean):
+        return []
+    return [column <= value if direction == "desc" else column >= value]
 
 
 @functools.cache

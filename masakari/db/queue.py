@@ -51,19 +51,19 @@ def _candidates(stmt: sa.Select[*tuple[Any, ...]], session: orm.Session) -> list
     ]
 
 
-def _candidate_columns() -> sa.Select[*tuple[Any, ...]]:
-    # Whether another notification of the same host runs: a hint that saves a claim attempt
-    # (the claim checks again under the host's guard).
+def _host_busy() -> sa.Exists:
+    """Whether another notification of the row's host runs: a hint that saves a claim
+    attempt (the claim checks again under the host's guard)."""
     other = orm.aliased(Notification)
-    host_busy = (
-        sa.exists()
-        .where(
-            other.source_host_uuid == Notification.source_host_uuid,
-            other.status == RUNNING,
-            other.deleted == 0,
-        )
-        .label("host_busy")
+    return sa.exists().where(
+        other.source_host_uuid == Notification.source_host_uuid,
+        other.status == RUNNING,
+        other.deleted == 0,
     )
+
+
+def _candidate_columns() -> sa.Select[*tuple[Any, ...]]:
+    host_busy = _host_busy().label("host_busy")
     # A held notification reads as status held: nothing that looks for new ones takes it.
     # Plain text, not the column's enum type: PostgreSQL refuses a value outside the enum.
     status = sa.case(
@@ -94,26 +94,43 @@ def after(
     return _candidates(stmt.order_by(Notification.id).limit(limit), session)
 
 
-def new_after(session: orm.Session, after_id: int, limit: int) -> list[Candidate]:
+def new_after(
+    session: orm.Session,
+    after_id: int,
+    limit: int,
+    idle_hosts_only: bool = False,
+    released: bool = True,
+) -> list[Candidate]:
     """``new`` notifications above an id, and released ones below it, oldest first.
 
     A released notification is older than the marks the engine's scans move up, so it is
-    looked for by itself; it stays ``new`` only until an engine claims it.
+    looked for by itself (unless ``released`` is false: a later page of one scan); it stays
+    ``new`` only until an engine claims it. With ``idle_hosts_only``, rows of hosts with a
+    running notification are left out: they cannot be claimed now, and a page of them would
+    hide the claimable rows behind it.
     """
-    stmt = (
-        _candidate_columns()
-        .where(
+    above = sa.and_(Notification.id > after_id, holds.not_held())
+    stmt = _candidate_columns().where(
+        Notification.deleted == 0,
+        Notification.status == NEW,
+        sa.or_(above, holds.was_released()) if released else above,
+    )
+    if idle_hosts_only:
+        stmt = stmt.where(~_host_busy())
+    return _candidates(stmt.order_by(Notification.id).limit(limit), session)
+
+
+def lowest_new_after(session: orm.Session, after_id: int) -> int | None:
+    """The lowest id above ``after_id`` of a ``new`` notification not held: how far a
+    scan's low-water mark may move up."""
+    return session.scalar(
+        sa.select(sa.func.min(Notification.id)).where(
             Notification.deleted == 0,
             Notification.status == NEW,
-            sa.or_(
-                sa.and_(Notification.id > after_id, holds.not_held()),
-                holds.was_released(),
-            ),
+            Notification.id > after_id,
+            holds.not_held(),
         )
-        .order_by(Notification.id)
-        .limit(limit)
     )
-    return _candidates(stmt, session)
 
 
 def max_id(session: orm.Session) -> int:
@@ -131,6 +148,8 @@ def retry_candidates(
         _candidate_columns()
         .where(
             Notification.deleted == 0,
+            # Implied by the OR below; lets the database read the two statuses off an index.
+            Notification.status.in_((ERROR, NEW)),
             sa.or_(
                 Notification.status == ERROR,
                 sa.and_(

@@ -265,33 +265,54 @@ class EngineService:
         """
         with self.db.reader() as session:
             rows = queue.after(session, self._hwm, BATCH)
+        started: set[str] = set()
         for row in rows:
             if row.status == statuses.NEW:
                 if self._stopping.is_set() or self._free(retry=False) <= 0:
                     return  # the rest stays above the mark for the next poll
-                if not row.host_busy:
-                    self._claim_and_start(row, retry=False)
+                # A host's second row would only find it busy: the sweep that follows the
+                # end of the first one's recovery takes it.
+                if not row.host_busy and row.source_host_uuid not in started:
+                    if self._claim_and_start(row, retry=False) == claims.ClaimResult.CLAIMED:
+                        started.add(row.source_host_uuid)
             self._hwm = max(self._hwm, row.id)
 
     def sweep(self) -> None:
         """What polls left behind (busy hosts, late commits) and claims that expired."""
+        watermark = self._hwm
+        after, exhausted = self._start_idle_hosts()
+        seen = watermark - SWEEP_SLACK if exhausted else after
         with self.db.reader() as session:
-            rows = queue.new_after(session, self._lwm, BATCH)
-            watermark = self._hwm
-        lowest_waiting: int | None = None
-        for row in rows:
-            if self._stopping.is_set() or self._free(retry=False) <= 0:
-                lowest_waiting = row.id if lowest_waiting is None else lowest_waiting
-                break
-            if row.host_busy or self._claim_and_start(row, retry=False) == claims.ClaimResult.BUSY:
-                lowest_waiting = row.id if lowest_waiting is None else lowest_waiting
-        if lowest_waiting is not None:
-            self._lwm = max(self._lwm, lowest_waiting - 1)
-        elif len(rows) < BATCH:
-            self._lwm = max(self._lwm, watermark - SWEEP_SLACK)
-        else:
-            self._lwm = max(self._lwm, rows[-1].id)
+            waiting = queue.lowest_new_after(session, self._lwm)
+        if waiting is not None:
+            seen = min(seen, waiting - 1)
+        self._lwm = max(self._lwm, seen)
         self._take_over_expired()
+
+    def _start_idle_hosts(self) -> tuple[int, bool]:
+        """Claim ``new`` rows of idle hosts above the low-water mark, page after page while
+        workers are free: the queued rows of busy hosts never hide those of idle ones.
+
+        Returns the last id looked at, and whether every row was.
+        """
+        started: set[str] = set()
+        after, first_page = self._lwm, True
+        while True:
+            with self.db.reader() as session:
+                rows = queue.new_after(
+                    session, after, BATCH, idle_hosts_only=True, released=first_page
+                )
+            for row in rows:
+                if self._stopping.is_set() or self._free(retry=False) <= 0:
+                    return after, False
+                # A host's second row would only find it busy.
+                if row.source_host_uuid not in started:
+                    if self._claim_and_start(row, retry=False) == claims.ClaimResult.CLAIMED:
+                        started.add(row.source_host_uuid)
+                after = max(after, row.id)
+            if len(rows) < BATCH:
+                return after, True
+            first_page = False
 
     def _claim_and_start(self, row: Candidate, retry: bool) -> str:
         token = next(self._tokens)

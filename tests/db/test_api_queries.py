@@ -52,6 +52,26 @@ def test_default_order_is_newest_first_and_markers_are_ids(db: Database) -> None
     assert segments.list_(db, {}, ["created_at"], ["desc"], 0, "garbage") == []
 
 
+@pytest.mark.parametrize("direction", ["asc", "desc"])
+def test_pages_after_markers_with_ties_in_the_first_key(db: Database, direction: str) -> None:
+    seg = make_segment(db, "s")
+    make_host(db, seg, "compute-1")
+    # Three notifications share each generated_time: the next page starts among equals.
+    for i in range(9):
+        notify(db, "compute-1", f"2026-03-0{1 + i // 3}T00:00:00", process_name=f"p{i}")
+    whole = notifications.list_(db, {}, ["generated_time"], [direction], 100, None)
+    paged: list[Any] = []
+    marker = None
+    while True:
+        page = notifications.list_(db, {}, ["generated_time"], [direction], 2, marker)
+        if not page:
+            break
+        paged += page
+        marker = str(page[-1].id)
+    assert [row.id for row in paged] == [row.id for row in whole]
+    assert len(whole) == 9
+
+
 @pytest.mark.parametrize(
     "marker", ["999", "abc", "1.0", "9" * 30, "00000000-0000-4000-8000-000000000000"]
 )

@@ -38,6 +38,21 @@ def test_new_after_is_a_bounded_range(db):
         assert [r.notification_uuid for r in rest] == nids[2:]
 
 
+def test_new_after_of_idle_hosts_skips_rows_of_busy_ones(db):
+    _, h = _segment_with_hosts(db, "h1", "h2")
+    _notify(db, h["h1"], status="running")
+    queued = _notify(db, h["h1"])
+    idle = _notify(db, h["h2"])
+    with db.reader() as s:
+        assert [r.notification_uuid for r in queue.new_after(s, 0, 10)] == [queued, idle]
+        found = queue.new_after(s, 0, 10, idle_hosts_only=True)
+        assert [r.notification_uuid for r in found] == [idle]
+        lowest = queue.lowest_new_after(s, 0)
+        assert lowest is not None
+        assert queue.new_after(s, lowest - 1, 1)[0].notification_uuid == queued
+        assert queue.lowest_new_after(s, found[0].id) is None
+
+
 def test_after_moves_over_every_status(db):
     _, h = _segment_with_hosts(db, "h1")
     new = _notify(db, h["h1"])

@@ -68,6 +68,26 @@ def test_notifications_of_one_host_run_one_after_the_other(db, sim, engine_facto
     assert last_of_first < first_of_second
 
 
+def test_a_busy_hosts_queue_does_not_hide_an_idle_hosts_notification(db, sim, engine_factory):
+    from masakari.engine.service import BATCH
+
+    sim.add_service("compute-1")
+    sim.add_service("compute-2")
+    seg = add_segment(db)
+    h1, h2 = add_host(db, seg, "compute-1"), add_host(db, seg, "compute-2")
+    vms = [sim.add_server(host="compute-1", metadata={"HA_Enabled": "True"}) for _ in range(60)]
+    sim.slow(5.0, method="POST", action="os-stop", server=vms[0])
+    # More queued rows of the busy host than one read of the queue takes, then the idle one.
+    busy = [notify(db, h1, "VM", {**LIFECYCLE, "instance_uuid": vm}) for vm in vms]
+    assert len(busy) > BATCH
+    vm2 = sim.add_server(host="compute-2", metadata={"HA_Enabled": "True"})
+    idle = notify(db, h2, "VM", {**LIFECYCLE, "instance_uuid": vm2})
+    engine_factory(make_conf(sim), sweep_interval=0.2)
+    assert wait_status(db, idle) == "finished"
+    assert status_of(db, busy[0]) == "running"
+    assert {status_of(db, nid) for nid in busy[1:]} == {"new"}
+
+
 def test_periodic_retry_finishes_a_vm_recovery(db, sim, engine_factory):
     sim.add_service("compute-1")
     h1 = add_host(db, add_segment(db), "compute-1")
