@@ -186,15 +186,21 @@ def reserved_host_names(session: orm.Session, segment_uuid: str) -> list[str]:
 
 def take_reserved_host(session: orm.Session, name: str) -> bool:
     """Atomically take a spare: the cross-engine form of the reference's per-host lock."""
+    return set_reserved(session, name, False)
+
+
+def set_reserved(session: orm.Session, name: str, reserved: bool) -> bool:
+    """Flip a host's reserved flag to ``reserved`` in one conditional write; false when the
+    host changed meanwhile (already flipped, on maintenance, deleted)."""
     result = session.execute(
         sa.update(Host)
         .where(
             Host.name == name,
-            Host.reserved.is_(True),
+            Host.reserved.is_(not reserved),
             Host.on_maintenance.is_(False),
             Host.deleted == 0,
         )
-        .values(reserved=False)
+        .values(reserved=reserved)
         .execution_options(synchronize_session=False)
     )
     return affected_rows(result) == 1

@@ -12,7 +12,7 @@ import json
 import sqlalchemy as sa
 from sqlalchemy import orm
 
-from masakari.db.database import affected_rows
+from masakari.db import hosts
 from masakari.db.models import Host, Notification, RecoveryTask
 
 TAKEN_MESSAGE = "Enabling reserved host: '%s'"
@@ -86,15 +86,4 @@ def taken_for(session: orm.Session, host_uuid: str, segment_uuid: str, current: 
 
 def give_back(session: orm.Session, name: str) -> bool:
     """Reserved again, unless it changed meanwhile (on maintenance, reserved, deleted)."""
-    result = session.execute(
-        sa.update(Host)
-        .where(
-            Host.name == name,
-            Host.reserved.is_(False),
-            Host.on_maintenance.is_(False),
-            Host.deleted == 0,
-        )
-        .values(reserved=True)
-        .execution_options(synchronize_session=False)
-    )
-    return affected_rows(result) == 1
+    return hosts.set_reserved(session, name, True)
