@@ -10,6 +10,8 @@ from masakari import exception
 
 SERVICE_TYPE = "instance-ha"
 HEADER = "OpenStack-API-Version"
+# The same header as a WSGI environ key.
+ENVIRON_KEY = "HTTP_" + HEADER.upper().replace("-", "_")
 
 # Every version this API serves, oldest first, with what it changed.
 VERSIONS: tuple[tuple[str, str], ...] = (
@@ -106,6 +108,13 @@ def from_headers(headers: Mapping[str, str], max_version: Version | None = None)
             max_ver=to_string(max_version),
         )
     return version
+
+
+def from_environ(environ: Mapping[str, Any], max_version: Version | None = None) -> Version:
+    """:func:`from_headers` of a WSGI environ, where the server has already joined repeated
+    headers with commas: one lookup instead of a walk over every header."""
+    value = environ.get(ENVIRON_KEY)
+    return from_headers({} if value is None else {HEADER: value}, max_version)
 
 
 class UnsupportedVersion(exception.InvalidGlobalAPIVersion):

@@ -64,6 +64,8 @@ class ApiRequest(webob.Request):
         """A .json path suffix, else the best Accept match among the JSON types, else JSON."""
         if self.path.endswith(".json"):
             return JSON
+        if "HTTP_ACCEPT" not in self.environ:
+            return JSON  # what every offer's equal quality gives, without webob's parsing
         offers = self.accept.acceptable_offers(list(MEDIA_TYPES))
         return offers[0][0] if offers else JSON
 

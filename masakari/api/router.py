@@ -150,15 +150,15 @@ class Router:
             return True
         try:
             maximum = microversion.enabled_max(self.state.conf)
-            version = microversion.from_headers(req.headers, maximum)
+            version = microversion.from_environ(req.environ, maximum)
         except exception.MasakariError:
             return False
         return version >= microversion.parse_string(since)
 
     def _dispatch(self, req: ApiRequest, target: Target, args: dict[str, str]) -> webob.Response:
         try:
-            version = microversion.from_headers(
-                req.headers, microversion.enabled_max(self.state.conf)
+            version = microversion.from_environ(
+                req.environ, microversion.enabled_max(self.state.conf)
             )
         except microversion.UnsupportedVersion as exc:
             return faults.fault(406, exc.format_message(), vary=True)

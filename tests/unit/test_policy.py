@@ -290,6 +290,65 @@ def test_an_edited_policy_file_applies_within_a_second(
         policy.authorize(enforcer, dict(MEMBER), segments.INDEX)
 
 
+def _counting(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Records each rule oslo.policy itself evaluates."""
+    calls: list[str] = []
+    original = oslo_policy.Enforcer.authorize
+
+    def spy(self: Any, rule: str, *args: Any, **kwargs: Any) -> Any:
+        calls.append(rule)
+        return original(self, rule, *args, **kwargs)
+
+    monkeypatch.setattr(oslo_policy.Enforcer, "authorize", spy)
+    return calls
+
+
+def test_an_answer_is_remembered_until_the_rules_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    enforcer = _enforcer_with_file(tmp_path, "p.yaml", f'"{segments.INDEX}": "role:member"\n')
+    calls = _counting(monkeypatch)
+    for _ in range(3):
+        policy.authorize(enforcer, dict(MEMBER), segments.INDEX)
+        with pytest.raises(exception.PolicyNotAuthorized):
+            policy.authorize(enforcer, dict(MEMBER), segments.DETAIL)
+    # Once per (rule, target, credentials), the caller's is_admin included.
+    assert calls.count(segments.INDEX) == 1
+    assert calls.count(segments.DETAIL) == 1
+    # Other credentials or another target are other questions.
+    policy.authorize(enforcer, dict(MEMBER, user_id="u-2"), segments.INDEX)
+    policy.authorize(enforcer, dict(MEMBER), segments.INDEX, {"project_id": "p-member"})
+    assert calls.count(segments.INDEX) == 3
+    enforcer.set_rules(oslo_policy.Rules.from_dict({segments.INDEX: "!"}), overwrite=False)
+    with pytest.raises(exception.PolicyNotAuthorized):
+        policy.authorize(enforcer, dict(MEMBER), segments.INDEX)
+
+
+class _Alternating(oslo_policy.Check):  # type: ignore[misc]
+    """A check that consults something outside the rule: yes, then no, then yes..."""
+
+    answers = [True, False]
+
+    def __call__(self, target: Any, creds: Any, enforcer: Any, current_rule: Any = None) -> bool:
+        self.answers.reverse()
+        return self.answers[1]
+
+
+def test_a_rule_that_consults_something_else_is_asked_every_time(tmp_path: Path) -> None:
+    oslo_policy.register("alternating", _Alternating)
+    enforcer = _enforcer_with_file(
+        tmp_path, "p.yaml", f'"{segments.INDEX}": "alternating:x or role:nobody"\n'
+    )
+    seen = []
+    for _ in range(4):
+        try:
+            policy.authorize(enforcer, dict(MEMBER), segments.INDEX)
+            seen.append(True)
+        except exception.PolicyNotAuthorized:
+            seen.append(False)
+    assert seen == [True, False, True, False]
+
+
 # --- entry points and generators ----------------------------------------------------------
 
 
