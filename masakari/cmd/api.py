@@ -16,8 +16,7 @@ from masakari import conf as masakari_conf
 from masakari.api import app as api_app
 from masakari.db.database import Database
 from masakari.metrics import multiproc
-from masakari.server import settings
-from masakari.server.application import APIServer
+from masakari.server import application, settings
 
 LOG = logging.getLogger(__name__)
 
@@ -38,7 +37,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         LOG.error("Failed to start masakari-api: %s", exc)
         return 1
     multiproc.prepare(conf)
-    APIServer(conf).run()
+    application.freeze_startup_objects()
+    application.APIServer(conf).run()
     return 0
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from typing import Any
 
 from gunicorn.app.base import BaseApplication
@@ -37,12 +38,28 @@ class APIServer(BaseApplication):  # type: ignore[misc]  # gunicorn is untyped
         )
 
     def load(self) -> Any:
-        return bridge.WSGIBridge(
+        app = bridge.WSGIBridge(
             api_app.build(self.conf),
             max_body=server_body_limit(self.conf),
             threads=settings.thread_count(self.conf),
             access_format=self.conf.wsgi.wsgi_log_format,
         )
+        freeze_startup_objects()
+        return app
+
+
+def freeze_startup_objects() -> None:
+    """Keep what start-up built (modules, the application, oslo's tables) out of the
+    garbage collector's full passes.
+
+    Those objects live as long as the process, and there are over 150,000 of them: each
+    full collection walked them all, a pause of 100-300 ms in the middle of whichever
+    requests were running (the API's p99). Objects made afterwards are collected as usual.
+    In the arbiter, before the fork, it also keeps the collector from writing to pages
+    the workers share.
+    """
+    gc.collect()
+    gc.freeze()
 
 
 # The least the server buffers of one request body, whatever the application's limit.
