@@ -518,7 +518,7 @@ class EngineService:
                 self._active.pop(item.notification_uuid, None)
             if looked:
                 # A worker is free again, and another notification of the same host may be
-                # waiting for this one. Not after a failed claim: a database that is down
+                # waiting for this one. Not when the claim raised: a database that is down
                 # would make the loop sweep at every poll.
                 self._sweep_due = True
                 self._wake.set()
