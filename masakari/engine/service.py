@@ -1,10 +1,11 @@
 """masakari-engine: takes notifications from the database, recovers, and writes the outcome.
 
 One loop thread polls the queue (a primary-key range above a high-water mark every
-``engine_poll_interval``, a bounded sweep every few seconds), takes over notifications
-whose claim expired, and runs the periodic retry and expiry tasks; a heartbeat thread renews
-the claims; a bounded pool of worker threads runs the recoveries, with slots of its own for
-the periodic retries so that a slow retry never delays a new notification.
+``engine_poll_interval``, a bounded sweep every few seconds), finds notifications whose
+claim expired, and runs the periodic retry and expiry tasks; it only picks candidates. A
+bounded pool of worker threads claims each candidate (the conditional write that makes one
+engine win) and runs its recovery, with slots of its own for the periodic retries so that a
+slow retry never delays a new notification; a heartbeat thread renews the claims taken.
 """
 
 from __future__ import annotations
@@ -50,20 +51,29 @@ SWEEP_INTERVAL = 5.0
 SWEEP_SLACK = 1000
 # Seconds a stopping engine waits for its cancelled recoveries to unwind.
 STOP_GRACE = 5.0
+# Claim transactions one engine sends at once. A sweep hands out up to a worker per idle
+# host in one go: unbounded, every one of those claims would hold a database connection at
+# the same moment (the whole pool, 55 at oslo.db's defaults), while a few claims at a time
+# already take them far faster than recoveries end.
+CLAIMS_AT_ONCE = 8
+
+
+# Takes the claim of one candidate with the given fencing token; whether it was taken.
+Claim = Callable[[int], bool]
 
 
 @dataclasses.dataclass
 class _Work:
+    """A candidate handed to a worker: unclaimed until ``lease`` is set, then a recovery."""
+
     notification_uuid: str
-    lease: Lease
+    token: int
     retry: bool
     cancel: threading.Event
+    host_uuid: str | None = None  # None for a takeover: its host is busy in the database
+    lease: Lease | None = None
     future: concurrent.futures.Future[None] | None = None
     finishing: bool = False
-
-    @property
-    def token(self) -> int:
-        return self.lease.token
 
 
 def lease_timing(conf: cfg.ConfigOpts) -> tuple[float, float]:
@@ -123,6 +133,7 @@ class EngineService:
         self._sweep_due = True
         self._hwm = 0
         self._lwm = 0
+        self._claiming = threading.BoundedSemaphore(CLAIMS_AT_ONCE)
         self._pool = concurrent.futures.ThreadPoolExecutor(
             max_workers=self.workers + retry_workers, thread_name_prefix="recovery"
         )
@@ -178,7 +189,7 @@ class EngineService:
         futures = [w.future for w in running if w.future is not None]
         concurrent.futures.wait(futures, timeout=grace)
         with self._lock:
-            left = {w.notification_uuid: w.token for w in self._active.values()}
+            left = {w.notification_uuid: w.token for w in self._active.values() if w.lease}
         if left:
             self._release(left)
         if self.host_poller is not None:
@@ -265,16 +276,12 @@ class EngineService:
         """
         with self.db.reader() as session:
             rows = queue.after(session, self._hwm, BATCH)
-        started: set[str] = set()
         for row in rows:
             if row.status == statuses.NEW:
                 if self._stopping.is_set() or self._free(retry=False) <= 0:
                     return  # the rest stays above the mark for the next poll
-                # A host's second row would only find it busy: the sweep that follows the
-                # end of the first one's recovery takes it.
-                if not row.host_busy and row.source_host_uuid not in started:
-                    if self._claim_and_start(row, retry=False) == claims.ClaimResult.CLAIMED:
-                        started.add(row.source_host_uuid)
+                if not row.host_busy:
+                    self._submit_row(row, retry=False)
             self._hwm = max(self._hwm, row.id)
 
     def sweep(self) -> None:
@@ -290,12 +297,12 @@ class EngineService:
         self._take_over_expired()
 
     def _start_idle_hosts(self) -> tuple[int, bool]:
-        """Claim ``new`` rows of idle hosts above the low-water mark, page after page while
-        workers are free: the queued rows of busy hosts never hide those of idle ones.
+        """Hand ``new`` rows of idle hosts above the low-water mark to workers, page after
+        page while workers are free: the queued rows of busy hosts never hide those of idle
+        ones.
 
         Returns the last id looked at, and whether every row was.
         """
-        started: set[str] = set()
         after, first_page = self._lwm, True
         while True:
             with self.db.reader() as session:
@@ -305,58 +312,115 @@ class EngineService:
             for row in rows:
                 if self._stopping.is_set() or self._free(retry=False) <= 0:
                     return after, False
-                # A host's second row would only find it busy.
-                if row.source_host_uuid not in started:
-                    if self._claim_and_start(row, retry=False) == claims.ClaimResult.CLAIMED:
-                        started.add(row.source_host_uuid)
+                self._submit_row(row, retry=False)
                 after = max(after, row.id)
             if len(rows) < BATCH:
                 return after, True
             first_page = False
 
-    def _claim_and_start(self, row: Candidate, retry: bool) -> str:
+    def _submit_row(self, row: Candidate, retry: bool) -> None:
+        self._submit(
+            row.notification_uuid,
+            row.source_host_uuid,
+            retry,
+            functools.partial(self._claim_row, row, retry),
+        )
+
+    def _submit(
+        self, notification_uuid: str, host_uuid: str | None, retry: bool, claim: Claim
+    ) -> bool:
+        """Hand a candidate to a worker, which claims it, then recovers it.
+
+        Not while this engine already holds or is claiming the same notification, or one
+        of the same host: a host's second row would only find it busy, and its recoveries
+        run in order. Every submitted candidate counts against the free workers (``_free``)
+        until its worker is done, so candidates never queue up behind the pool.
+        """
         token = next(self._tokens)
+        item = _Work(notification_uuid, token, retry, threading.Event(), host_uuid)
+        with self._lock:
+            if notification_uuid in self._active or (
+                host_uuid is not None
+                and any(w.host_uuid == host_uuid for w in self._active.values())
+            ):
+                return False
+            self._active[notification_uuid] = item
+        try:
+            item.future = self._pool.submit(self._run, item, claim)
+        except RuntimeError:  # the pool shut down: the engine is stopping
+            with self._lock:
+                self._active.pop(notification_uuid, None)
+            return False
+        return True
+
+    def _claim_row(self, row: Candidate, retry: bool, token: int) -> bool:
+        """A ``new`` (or, for a retry, ``error``) row: one engine wins, the others no-op."""
         generated_before = (
             self._retry_new_before() if retry and row.status == statuses.NEW else None
         )
-        started = self.clock.monotonic()
-        try:
-            result = transaction(
-                self.db,
-                lambda session: claims.claim(
-                    session,
-                    row.notification_uuid,
-                    self.owner,
-                    token,
-                    from_statuses=[row.status],
-                    expires_at=self._expiry(),
-                    generated_before=generated_before,
-                ),
-            )
-        except database.DUPLICATE_ERRORS:
-            return claims.ClaimResult.GONE
-        if result == claims.ClaimResult.CLAIMED:
-            LOG.info("Claimed notification %s (%s)", row.notification_uuid, row.status)
-            metrics.claim_taken()
-            self._start(row.notification_uuid, token, started, retry)
-        return result
+        result = transaction(
+            self.db,
+            lambda session: claims.claim(
+                session,
+                row.notification_uuid,
+                self.owner,
+                token,
+                from_statuses=[row.status],
+                expires_at=self._expiry(),
+                generated_before=generated_before,
+            ),
+        )
+        if result != claims.ClaimResult.CLAIMED:
+            return False
+        LOG.info("Claimed notification %s (%s)", row.notification_uuid, row.status)
+        metrics.claim_taken()
+        return True
 
-    def _start(self, notification_uuid: str, token: int, started: float, retry: bool) -> None:
-        """Run a claim we just took; its lease counts from before the claim was sent."""
-        lease = Lease(self.owner, token, self.clock, self.lease_term, started)
-        item = _Work(notification_uuid, lease, retry, threading.Event())
+    def _claim_orphan(self, notification_uuid: str, token: int) -> bool:
+        """A running notification whose claim expired, or that has none."""
+        taken = transaction(
+            self.db,
+            functools.partial(
+                claims.take_over,
+                notification_uuid=notification_uuid,
+                owner=self.owner,
+                token=token,
+                now=self.clock.now(),
+                expires_at=self._expiry(),
+            ),
+        )
+        if taken:
+            LOG.warning(
+                "Took over notification %s: its engine stopped renewing its claim",
+                notification_uuid,
+            )
+            metrics.takeover()
+        return bool(taken)
+
+    def _claim(self, item: _Work, claim: Claim) -> Lease | None:
+        """In the worker: take the claim; its lease counts from before the claim was sent.
+
+        None when another engine won the race, the notification moved on, or the engine is
+        stopping: the worker has nothing to do.
+        """
+        with self._claiming:
+            if self._stopping.is_set() or item.cancel.is_set():
+                return None
+            started = self.clock.monotonic()
+            try:
+                if not claim(item.token):
+                    return None
+            except database.DUPLICATE_ERRORS:  # a concurrent claim row insert won
+                return None
+        lease = Lease(self.owner, item.token, self.clock, self.lease_term, started)
         with self._lock:
-            self._active[notification_uuid] = item
-        try:
-            item.future = self._pool.submit(self._run, item)
-        except RuntimeError:  # the pool shut down while this claim was being taken
-            with self._lock:
-                self._active.pop(notification_uuid, None)
-            self._release({notification_uuid: token})
+            # From now on the heartbeat renews it, and a stopping engine releases it.
+            item.lease = lease
+        return lease
 
     # --- one recovery ----------------------------------------------------------------------
 
-    def process(self, item: _Work) -> str | None:
+    def process(self, item: _Work, lease: Lease) -> str | None:
         """Recover a notification we hold a claim on; write the outcome. Returns the status."""
         notification_uuid = item.notification_uuid
         with self.db.reader() as session:
@@ -366,7 +430,7 @@ class EngineService:
             return None
         fields = notifier.notification_fields(notification)
         self.notifier.emit("notification.process.start", notifier.notification_payload(fields))
-        effects = Effects(self.db, self.nova, self.clock, item.lease, notification_uuid)
+        effects = Effects(self.db, self.nova, self.clock, lease, notification_uuid)
         effects.reported_at = notification.generated_time
         run = RunContext(
             conf=self.conf,
@@ -439,18 +503,25 @@ class EngineService:
         payload = notifier.notification_payload({**fields, "status": status}, fault)
         self.notifier.emit("notification.process.error", payload, error=True)
 
-    def _run(self, item: _Work) -> None:
+    def _run(self, item: _Work, claim: Claim) -> None:
+        looked = False
         try:
             with logtag.recovery(item.notification_uuid, self.owner):
-                self.process(item)
+                lease = self._claim(item, claim)
+                looked = True
+                if lease is not None:
+                    self.process(item, lease)
         except Exception:
             LOG.exception("Engine failed to finish notification %s", item.notification_uuid)
         finally:
             with self._lock:
                 self._active.pop(item.notification_uuid, None)
-            # Another notification of the same host may be waiting for this one.
-            self._sweep_due = True
-            self._wake.set()
+            if looked:
+                # A worker is free again, and another notification of the same host may be
+                # waiting for this one. Not when the claim raised: a database that is down
+                # would make the loop sweep at every poll.
+                self._sweep_due = True
+                self._wake.set()
 
     # --- claims ----------------------------------------------------------------------------
 
@@ -477,25 +548,26 @@ class EngineService:
         slow database shortens the lease, never lengthens it.
         """
         with self._lock:
-            items = [w for w in self._active.values() if not w.finishing]
+            # Candidates still being claimed have nothing to renew yet.
+            items = [(w, w.lease) for w in self._active.values() if w.lease and not w.finishing]
         if not items:
             return
-        tokens = {w.notification_uuid: w.token for w in items}
+        tokens = {w.notification_uuid: w.token for w, _ in items}
         sent_at = self.clock.monotonic()
         now = self.clock.now()
         expires_at = self._expiry()
         mine = transaction(
             self.db, lambda session: claims.renew(session, self.owner, tokens, now, expires_at)
         )
-        for item in items:
+        for item, lease in items:
             if item.notification_uuid in mine:
-                item.lease.renewed(sent_at)
+                lease.renewed(sent_at)
                 continue
             LOG.warning(
                 "Notification %s is no longer ours (taken over or expired): stopping it",
                 item.notification_uuid,
             )
-            item.lease.lose()
+            lease.lose()
             item.cancel.set()
 
     def _release(self, tokens: dict[str, int]) -> None:
@@ -509,33 +581,8 @@ class EngineService:
         for notification_uuid in notification_uuids:
             if self._stopping.is_set() or self._free(retry=False) <= 0:
                 return
-            with self._lock:
-                if notification_uuid in self._active:
-                    continue
-            token = next(self._tokens)
-            now = self.clock.now()
-            started = self.clock.monotonic()
-            try:
-                taken = transaction(
-                    self.db,
-                    functools.partial(
-                        claims.take_over,
-                        notification_uuid=notification_uuid,
-                        owner=self.owner,
-                        token=token,
-                        now=now,
-                        expires_at=self._expiry(),
-                    ),
-                )
-            except database.DUPLICATE_ERRORS:
-                taken = False
-            if taken:
-                LOG.warning(
-                    "Took over notification %s: its engine stopped renewing its claim",
-                    notification_uuid,
-                )
-                metrics.takeover()
-                self._start(notification_uuid, token, started, retry=False)
+            claim = functools.partial(self._claim_orphan, notification_uuid)
+            self._submit(notification_uuid, None, False, claim)
 
     def _take_over_expired(self) -> None:
         with self.db.reader() as session:
@@ -569,7 +616,7 @@ class EngineService:
             if self._stopping.is_set() or self._free(retry=True) <= 0:
                 return
             if not row.host_busy:
-                self._claim_and_start(row, retry=True)
+                self._submit_row(row, retry=True)
 
     def check_expired_notifications(self) -> None:
         """Fail unfinished notifications older than notifications_expired_interval."""
