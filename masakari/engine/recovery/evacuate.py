@@ -469,17 +469,14 @@ def _evacuate_capped(
                 for vmove in batch:
                     rank = 0 if vmove.instance_uuid in ha_ids else 1
                     prepared = preparer.submit(prepare, run, vmove)
-                    try:
-                        slot = slots.acquire(
-                            run,
-                            (rank, run.lease.token, position),
-                            vmove.instance_uuid,
-                            ready=_ready(prepared),
-                        )
-                    except Cancelled:
-                        # Prepared, never started: the vmove stays pending for the next attempt.
-                        pending.done(vmove.instance_uuid)
-                        raise
+                    # Cancelled while waiting: prepared, never started, the vmove stays
+                    # pending (and its lock recorded) for the next attempt.
+                    slot = slots.acquire(
+                        run,
+                        (rank, run.lease.token, position),
+                        vmove.instance_uuid,
+                        ready=_ready(prepared),
+                    )
                     position += 1
                     futures.append(
                         pool.submit(
