@@ -149,8 +149,12 @@ class EvacuationSlots:
                     self._cond.wait()
                 self._drop(waiter)
                 self._cond.notify_all()
-                handed = waiter.number
+                handed, started = waiter.number, waiter.started
             if handed is not None:
+                if started:
+                    # Its vmove already says ongoing: go on, as with a slot taken just
+                    # before the stop (the next acquire stops the run).
+                    return Slot(handed, started)
                 self.release(run, handed)
             raise
 

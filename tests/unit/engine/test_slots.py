@@ -216,3 +216,27 @@ def test_a_waiter_cancelled_while_a_slot_is_handed_to_it_passes_it_on(db, nova, 
     slots.release(first, 0)
     assert patient.join().number == 0
     assert _rows(db) == {0: (other.notification_uuid, "engine-a")}
+
+
+def test_a_slot_handed_with_its_vmove_started_is_used_even_if_the_run_stops(db, nova, clock):
+    """The vmove turned ongoing with the slot: giving the slot back would leave an ongoing
+    vmove never sent, which the next attempt would record as failed."""
+    slots = EvacuationSlots(1)
+    first, stopping = _run(db, nova, clock), _run(db, nova, clock)
+    slots.acquire(first, (1,), "vm")
+    vmove = transaction(
+        db, lambda s: db_vmoves.create(s, stopping.notification_uuid, "vm-s", "vm", "compute-1")
+    )
+    receive = stopping.effects.receive_evacuation_slot
+
+    def stopped_meanwhile(*args: Any) -> bool:
+        stopping.cancel.set()
+        threading.Event().wait(1.0)  # the waiter sees the stop while the slot is on its way
+        return receive(*args)
+
+    stopping.effects.receive_evacuation_slot = stopped_meanwhile  # type: ignore[method-assign]
+    waiting = _Waiting(slots, stopping, (1,), ready=lambda: vmove.id)
+    _until_waiting(slots, 1)
+    slots.release(first, 0)
+    assert waiting.join() == Slot(0, True)
+    assert _rows(db) == {0: (stopping.notification_uuid, "engine-a")}
