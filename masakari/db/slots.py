@@ -10,6 +10,11 @@ Taking a slot is a conditional write of one row, like a claim: a dead row is upd
 it still names the holder that was read, a missing row is inserted (a concurrent insert of
 the same number fails on the primary key). Callers run :func:`take` in a transaction that
 fences their own claim first, so that a slot is only ever taken under a live claim.
+
+Handing a slot over (:func:`hand_over`) moves a held slot from one evacuation of an engine
+to the next one waiting there, in one conditional update of the row: the slot is never
+free in between, so the number held never changes and nobody else can take it meanwhile.
+The caller fences the receiver's claim in the same transaction.
 """
 
 from __future__ import annotations
@@ -111,3 +116,36 @@ def give_back(session: orm.Session, number: int, owner: str, token: int) -> None
         )
         .execution_options(synchronize_session=False)
     )
+
+
+def hand_over(
+    session: orm.Session,
+    number: int,
+    giver: tuple[str, str, int],
+    notification_uuid: str,
+    owner: str,
+    token: int,
+    instance_uuid: str,
+    now: datetime.datetime,
+) -> bool:
+    """Move slot ``number`` from ``giver`` (notification, owner, token) to another claim;
+    False (nothing written) when the row no longer names the giver."""
+    giver_notification, giver_owner, giver_token = giver
+    moved = session.execute(
+        sa.update(EvacuationSlot)
+        .where(
+            EvacuationSlot.slot == number,
+            EvacuationSlot.notification_uuid == giver_notification,
+            EvacuationSlot.owner == giver_owner,
+            EvacuationSlot.attempt == giver_token,
+        )
+        .values(
+            notification_uuid=notification_uuid,
+            owner=owner,
+            attempt=token,
+            instance_uuid=instance_uuid,
+            taken_at=now,
+        )
+        .execution_options(synchronize_session=False)
+    )
+    return affected_rows(moved) == 1

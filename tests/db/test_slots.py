@@ -78,3 +78,23 @@ def test_a_number_inserted_twice_is_refused(db: Database) -> None:
                 taken_at=NOW,
             )
         )
+
+
+def test_hand_over_moves_a_held_slot_without_freeing_it(db: Database) -> None:
+    _claim(db, "n1", "a", 1, LATER)
+    _claim(db, "n2", "a", 2, LATER)
+    assert _take(db, "n1", "a", 1, cap=1) == 0
+    giver = ("n1", "a", 1)
+    assert transaction(db, lambda s: slots.hand_over(s, 0, giver, "n2", "a", 2, "vm2", NOW))
+    with db.reader() as s:
+        row = s.get(EvacuationSlot, 0)
+        assert (row.notification_uuid, row.owner, row.attempt, row.instance_uuid) == (
+            "n2",
+            "a",
+            2,
+            "vm2",
+        )
+    assert _held(db, cap=1) == 1
+    # The giver no longer holds it: a second hand-over from it moves nothing.
+    assert not transaction(db, lambda s: slots.hand_over(s, 0, giver, "n3", "a", 3, "vm3", NOW))
+    assert _take(db, "n1", "a", 1, cap=1) is None

@@ -10,6 +10,7 @@ instance whose evacuation could not even start counts as failed instead of being
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -24,6 +25,7 @@ from masakari.engine.effects import Plan, VMoveData
 from masakari.engine.ports import Server
 from masakari.engine.recovery import groups
 from masakari.engine.recovery.flow import TaskContext, required, task
+from masakari.engine.slots import Slot
 
 LOG = logging.getLogger(__name__)
 
@@ -129,28 +131,43 @@ def _confirm(run: RunContext, instance_uuid: str, source: str | None, expected: 
         # Still listed on the failed host: its state says enough. Gone: read it once there.
         return done(listed if listed is not None else nova.get_server(instance_uuid))
 
-    poller.wait(source, instance_uuid, judge, run.check, conf.wait_period_after_evacuation)
+    # Under the cap, an evacuation waiting for a slot waits for one of these to end.
+    hurry = run.slots.has_waiters if run.slots is not None else None
+    poller.wait(
+        source, instance_uuid, judge, run.check, conf.wait_period_after_evacuation, hurry=hurry
+    )
 
 
-def evacuate_and_confirm(
-    run: RunContext,
-    vmove: VMoveData,
-    reserved_host: str | None,
-    confirmed: Callable[[], None] | None = None,
-) -> None:
-    """Evacuate one instance and confirm it; the vmove row tells how it went.
+@dataclasses.dataclass
+class Prepared:
+    """An evacuation read and recorded, ready for its request: the instance as first found,
+    its plan, and whether this run locked it."""
+
+    vmove: VMoveData
+    server: Server
+    plan: Plan
+    locked_by_us: bool
+
+    @property
+    def needs_reset(self) -> bool:
+        # Nova evacuates only active, stopped and error instances without a task.
+        return self.server.get(VM_STATE) not in ("active", "error", "stopped") or (
+            self.server.get(TASK_STATE) is not None
+        )
+
+
+def prepare(run: RunContext, vmove: VMoveData) -> Prepared | None:
+    """Read the instance, record its plan and lock it: all that comes before the evacuate
+    request and needs no slot. None when that failed (recorded on the vmove).
 
     The plan (the instance as first found) is recorded before the first change, so that an
     engine taking the notification over restores the same state, not the one this attempt
-    left behind (a reset to error, for one). ``confirmed`` is called once the evacuation is
-    no longer in flight in Nova as far as this run knows (seen done, failed or given up).
+    left behind (a reset to error, for one).
     """
-    nova = run.nova
     effects = run.effects
-    source = vmove.source_host
     locked_by_us = False
     try:
-        server = nova.get_server(vmove.instance_uuid)
+        server = run.nova.get_server(vmove.instance_uuid)
         plan = effects.plan(vmove.instance_uuid) or effects.put_plan(
             vmove.instance_uuid, _plan(server)
         )
@@ -166,26 +183,57 @@ def evacuate_and_confirm(
         effects.update_vmove(
             vmove.id, status=VMOVE_FAILED, message=nova_message(exc), end_time=run.clock.now()
         )
-        return
+        return None
+    return Prepared(vmove, server, plan, locked_by_us)
 
+
+def evacuate_and_confirm(
+    run: RunContext,
+    vmove: VMoveData,
+    reserved_host: str | None,
+    confirmed: Callable[[], None] | None = None,
+) -> None:
+    """Evacuate one instance and confirm it; the vmove row tells how it went.
+
+    ``confirmed`` is called once the evacuation is no longer in flight in Nova as far as
+    this run knows (seen done, failed or given up).
+    """
+    prepared = prepare(run, vmove)
+    if prepared is not None:
+        evacuate_prepared(run, prepared, reserved_host, confirmed)
+
+
+def evacuate_prepared(
+    run: RunContext,
+    prepared: Prepared,
+    reserved_host: str | None,
+    confirmed: Callable[[], None] | None = None,
+    started: bool = False,
+) -> None:
+    """The evacuation of a prepared instance, from its reset (if needed) to its unlock.
+
+    ``started``: its vmove is already ongoing (marked with the slot it was given).
+    """
+    nova = run.nova
+    effects = run.effects
+    vmove = prepared.vmove
+    server = prepared.server
     cancelled = False
     try:
-        if server.get(VM_STATE) not in ("active", "error", "stopped") or (
-            server.get(TASK_STATE) is not None
-        ):
-            # Nova evacuates only active, stopped and error instances without a task.
+        if prepared.needs_reset:
             effects.reset_state(vmove.instance_uuid, "error")
             server = nova.get_server(vmove.instance_uuid)
         expected = server.get(VM_STATE)
 
-        effects.update_vmove(vmove.id, status=VMOVE_ONGOING, start_time=run.clock.now())
+        if not started:
+            effects.update_vmove(vmove.id, status=VMOVE_ONGOING, start_time=run.clock.now())
         effects.evacuate(vmove.instance_uuid, reserved_host)
         try:
-            _confirm(run, vmove.instance_uuid, source, expected)
+            _confirm(run, vmove.instance_uuid, vmove.source_host, expected)
         finally:
             if confirmed is not None:
                 confirmed()
-        restore(run, vmove.instance_uuid, plan)
+        restore(run, vmove.instance_uuid, prepared.plan)
         dest = _hypervisor(nova.get_server(vmove.instance_uuid))
         effects.update_vmove(vmove.id, status=VMOVE_SUCCEEDED, dest_host=dest)
     except Cancelled:
@@ -201,7 +249,7 @@ def evacuate_and_confirm(
     finally:
         if not cancelled:
             effects.update_vmove(vmove.id, end_time=run.clock.now())
-        if locked_by_us:
+        if prepared.locked_by_us:
             try:
                 unlock(run, vmove.instance_uuid)
             except Cancelled:
@@ -394,29 +442,49 @@ def _evacuate_capped(
     (their claim tokens grow), then this notification's own order. A thread runs per slot
     held, not per instance: the pool starts threads only as evacuations are submitted.
     An ordering group asks for slots only once the previous one has settled.
+
+    The next evacuation is prepared (:func:`prepare`) while it waits for its slot, so that
+    once the slot comes (its vmove marked ongoing in the same write) only the evacuate
+    request is left. One evacuation per notification is prepared ahead, no more.
     """
     run = ctx.run
     slots = run.slots
     assert slots is not None
     total = sum(len(batch) for _, batch in cut)
-    with concurrent.futures.ThreadPoolExecutor(
-        max_workers=max(1, min(total, slots.cap)), thread_name_prefix="evacuate"
-    ) as pool:
+    # Evacuations past their confirmation (restoring, unlocking) keep their thread while
+    # the next ones start: room for both.
+    workers = max(1, min(total, 2 * slots.cap))
+    with (
+        concurrent.futures.ThreadPoolExecutor(
+            max_workers=workers, thread_name_prefix="evacuate"
+        ) as pool,
+        concurrent.futures.ThreadPoolExecutor(
+            max_workers=max(1, min(total, slots.cap)), thread_name_prefix="evacuate-prepare"
+        ) as preparer,
+    ):
         futures: list[concurrent.futures.Future[None]] = []
         position = 0
         try:
             for batch, pending in groups.in_turn(ctx, cut, grouped):
                 for vmove in batch:
                     rank = 0 if vmove.instance_uuid in ha_ids else 1
-                    number = slots.acquire(
-                        run, (rank, run.lease.token, position), vmove.instance_uuid
+                    prepared = preparer.submit(prepare, run, vmove)
+                    # Cancelled while waiting: prepared, never started, the vmove stays
+                    # pending (and its lock recorded) for the next attempt.
+                    slot = slots.acquire(
+                        run,
+                        (rank, run.lease.token, position),
+                        vmove.instance_uuid,
+                        ready=_ready(prepared),
                     )
                     position += 1
+                    futures.append(
+                        pool.submit(
+                            _evacuate_in_slot, run, vmove, prepared, reserved_host, slot, pending
+                        )
+                    )
                     ctx.update_details(
                         f"Evacuation of instance started: '{vmove.instance_uuid}'", 0.5
-                    )
-                    futures.append(
-                        pool.submit(_evacuate_in_slot, run, vmove, reserved_host, number, pending)
                     )
         except Cancelled:
             pass  # the evacuations already started end first; run.check() then stops the run
@@ -424,11 +492,27 @@ def _evacuate_capped(
             _wait_all(futures)
 
 
+def _ready(prepared: concurrent.futures.Future[Prepared | None]) -> Callable[[], int | None]:
+    """The vmove to mark ongoing with the slot: only once prepared, and not when a reset
+    must come first (the vmove turns ongoing after the reset, as without the cap)."""
+
+    def vmove_id() -> int | None:
+        if not prepared.done() or prepared.exception() is not None:
+            return None
+        result = prepared.result()
+        if result is None or result.needs_reset:
+            return None
+        return result.vmove.id
+
+    return vmove_id
+
+
 def _evacuate_in_slot(
     run: RunContext,
     vmove: VMoveData,
+    prepared: concurrent.futures.Future[Prepared | None],
     reserved_host: str | None,
-    number: int,
+    slot: Slot,
     pending: groups.Pending,
 ) -> None:
     slots = run.slots
@@ -439,11 +523,14 @@ def _evacuate_in_slot(
         nonlocal released
         if not released:
             released = True
-            slots.release(run, number)
+            slots.release(run, slot.number)
         pending.done(vmove.instance_uuid)
 
     try:
-        evacuate_and_confirm(run, vmove, reserved_host, confirmed=release)
+        ready = prepared.result()
+        if ready is None:
+            return  # could not start (recorded): the slot goes on at once
+        evacuate_prepared(run, ready, reserved_host, confirmed=release, started=slot.started)
     finally:
         release()
 

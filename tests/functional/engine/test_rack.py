@@ -189,3 +189,48 @@ def test_killed_engines_slots_are_reclaimed(tmp_path, sim) -> None:
 
 def _now() -> datetime.datetime:
     return datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
+
+
+def test_the_next_evacuation_is_ready_before_its_slot_frees(db, sim) -> None:
+    """Cap 1: each instance is read and locked while the one before it still evacuates,
+    and its evacuate request is the first call once the slot is free."""
+    sim.set_evacuate_delay(1.5)
+    nids, servers = _rack(db, sim, hosts=1, per_host=4)
+    sim.clear_calls()
+    engine = _engine(
+        db,
+        sim,
+        "masakari",
+        max_evacuations_in_flight=1,
+        evacuation_batched_polling=True,
+        wait_period_after_evacuation=30,
+    )
+    try:
+        assert wait_status(db, nids[0], timeout=60) == "finished"
+    finally:
+        engine.stop(grace=2)
+    assert _moved(sim, servers)
+    assert sim.max_evacuations_in_flight == 1
+    calls = sim.nova_calls()
+
+    def action(i: int) -> str | None:
+        body = calls[i]["body"]
+        return next(iter(body)) if calls[i]["method"] == "POST" and body else None
+
+    def server(i: int) -> str:
+        return calls[i]["path"].split("/")[2]
+
+    evacuations = [i for i in range(len(calls)) if action(i) == "evacuate"]
+    locks = {server(i): i for i in range(len(calls)) if action(i) == "lock"}
+    assert len(evacuations) == 4
+    for before, after in zip(evacuations, evacuations[1:], strict=False):
+        previous, following = server(before), server(after)
+        # The read that saw the previous instance gone from the host freed the slot.
+        seen_gone = next(
+            i
+            for i in range(before + 1, len(calls))
+            if calls[i]["method"] == "GET" and calls[i]["path"] == f"/servers/{previous}"
+        )
+        assert locks[following] < seen_gone < after
+    with db.reader() as session:
+        assert slots.held(session, 1, datetime.datetime(2100, 1, 1)) == 0

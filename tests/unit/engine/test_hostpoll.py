@@ -9,7 +9,7 @@ import pytest
 
 from masakari import exception
 from masakari.engine.errors import Cancelled, PollTimeout
-from masakari.engine.hostpoll import HostPoller
+from masakari.engine.hostpoll import HURRIED, HostPoller
 
 
 class _Nova:
@@ -91,3 +91,32 @@ def test_timeout_and_cancel() -> None:
             poller.wait("h1", "vm", lambda s: False, cancelled, timeout=5)
     finally:
         poller.stop()
+
+
+def test_the_period_is_shorter_only_while_a_waiter_hurries() -> None:
+    nova = _Nova()
+    nova.on_host["h1"] = [{"id": "vm"}]
+    poller = HostPoller(nova, interval=1.0)  # type: ignore[arg-type]
+    slot_awaited = threading.Event()
+    assert poller.period() == 1.0
+    poller.poll_host("h1")
+    done = threading.Event()
+
+    def wait() -> None:
+        poller.wait("h1", "vm", lambda s: s is None, _never, 5, hurry=slot_awaited.is_set)
+        done.set()
+
+    waiter = threading.Thread(target=wait)
+    waiter.start()
+    try:
+        while not poller._hurries:
+            threading.Event().wait(0.01)
+        assert poller.period() == 1.0  # nobody waits for a slot: verify_interval
+        slot_awaited.set()
+        assert poller.period() == HURRIED
+    finally:
+        nova.on_host["h1"] = []
+        poller.poll_host("h1")
+        waiter.join(5)
+    assert done.is_set()
+    assert poller.period() == 1.0  # the waiter is gone, and its hurry with it
