@@ -68,7 +68,7 @@ mypy
 echo "== pytest"
 require=()
 [ "${CI:-}" = "true" ] && require=(--require-servers)
-# --dist loadgroup: the tests marked xdist_group (tests/galera: one cluster) share a worker.
+# --dist loadgroup: tests/conftest.py keeps tests/galera (one cluster) on one worker.
 pytest_status=0
 pytest -q -n "${MASAKARI_TEST_WORKERS:-4}" --dist loadgroup "${require[@]}" "$@" || pytest_status=$?
 echo "== pytest exit $pytest_status after ${SECONDS}s"

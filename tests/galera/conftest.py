@@ -3,23 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from masakari.db import migration
 from masakari.db.database import Database
 from tests.galera.cluster import GaleraCluster, unavailable
-
-HERE = Path(__file__).parent
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    # Under pytest-xdist (--dist loadgroup) every Galera test goes to one worker: the cluster
-    # is a session fixture, and each worker would otherwise start three mariadbd of its own.
-    for item in items:
-        if item.path.is_relative_to(HERE):
-            item.add_marker(pytest.mark.xdist_group("galera"))
 
 
 @pytest.fixture(scope="session")
