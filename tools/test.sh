@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# The project's test command: lint and type checks, the test suite (SQLite, PostgreSQL, MariaDB), then the
-# shared conformance suite against the installed console scripts.
-# Usage: tools/test.sh [pytest args...]     (MASAKARI_SKIP_CONFORMANCE=1 skips the last part)
-# It creates .venv (VENV) with the test extras when it is missing or incomplete.
+# The project's test command: lint and type checks, the test suite (SQLite, PostgreSQL, MariaDB,
+# Galera, RabbitMQ, Redis) and, at the same time, the shared conformance suite against the
+# installed console scripts. It fails when either fails.
+# Usage: tools/test.sh [pytest args...]     (MASAKARI_SKIP_CONFORMANCE=1 skips the conformance)
+# pytest runs on MASAKARI_TEST_WORKERS pytest-xdist workers (default 4); `-n 0` among the
+# pytest args runs it in one process.
+# It creates .venv (VENV) with the test extras when it is missing or incomplete (and stops
+# there with MASAKARI_TEST_SETUP_ONLY=1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${VENV:-.venv}
@@ -23,6 +27,37 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] || [ ! -x "$VENV/bin/ruff" ] \
   echo "$want" > "$stamp"
 fi
 export PATH="$PWD/$VENV/bin:$PATH"
+# .ci/run builds the virtualenv this way while it installs the reference beside it.
+[ "${MASAKARI_TEST_SETUP_ONLY:-}" = "1" ] && exit 0
+
+# The conformance suite runs beside the lint, type checks and pytest: both mostly wait on
+# processes they start (servers, engines), so together they take little more than the longer.
+# Its output goes to a file, printed once pytest is done.
+started=$(date +%s)
+conformance_pid=
+conformance_log=
+if [ "${MASAKARI_SKIP_CONFORMANCE:-}" != "1" ]; then
+  shared=${MASAKARI_SHARED_DIR:-../shared}
+  if [ -f "$shared/conformance/run.py" ]; then
+    conformance_log=$(mktemp "${TMPDIR:-/tmp}/masakari-conformance.XXXXXX")
+    # Two scenarios at a time: each is mostly process start-up, on a 2-core machine.
+    # setsid: its own process group, stopped as a whole if this script exits early.
+    setsid python "$shared/conformance/run.py" --impl project --jobs 2 \
+      --compare "$shared/conformance/golden" \
+      --deviations tests/conformance/deviations.yaml >"$conformance_log" 2>&1 &
+    conformance_pid=$!
+  elif [ "${CI:-}" = "true" ]; then
+    echo "== conformance: $shared/conformance/run.py not found (MASAKARI_SHARED_DIR)"
+    exit 1
+  fi
+fi
+cleanup() {
+  if [ -n "$conformance_pid" ]; then
+    kill -- "-$conformance_pid" 2>/dev/null || true
+  fi
+  [ -z "$conformance_log" ] || rm -f "$conformance_log"
+}
+trap cleanup EXIT
 
 echo "== ruff"
 ruff check masakari tests benchmarks
@@ -33,17 +68,24 @@ mypy
 echo "== pytest"
 require=()
 [ "${CI:-}" = "true" ] && require=(--require-servers)
-pytest -q "${require[@]}" "$@"
+# --dist loadgroup: tests/conftest.py keeps tests/galera (one cluster) on one worker.
+pytest_status=0
+pytest -q -n "${MASAKARI_TEST_WORKERS:-4}" --dist loadgroup "${require[@]}" "$@" || pytest_status=$?
+echo "== pytest exit $pytest_status after ${SECONDS}s"
 
-if [ "${MASAKARI_SKIP_CONFORMANCE:-}" != "1" ]; then
-  shared=${MASAKARI_SHARED_DIR:-../shared}
-  if [ ! -f "$shared/conformance/run.py" ] && [ "${CI:-}" != "true" ]; then
-    echo "== conformance skipped: $shared/conformance not found (MASAKARI_SHARED_DIR)"
-    exit 0
-  fi
+conformance_status=0
+if [ -n "$conformance_pid" ]; then
   echo "== conformance ($shared/conformance)"
-  # Two scenarios at a time: each is mostly process start-up, on a 2-core machine.
-  python "$shared/conformance/run.py" --impl project --jobs 2 \
-    --compare "$shared/conformance/golden" \
-    --deviations tests/conformance/deviations.yaml
+  wait "$conformance_pid" || conformance_status=$?
+  conformance_pid=
+  cat "$conformance_log"
+  # When it finished: its log's last write.
+  echo "== conformance exit $conformance_status, done $(( $(stat -c %Y "$conformance_log") - started ))s after the start"
+elif [ "${MASAKARI_SKIP_CONFORMANCE:-}" != "1" ]; then
+  echo "== conformance skipped: $shared/conformance not found (MASAKARI_SHARED_DIR)"
+fi
+
+if [ "$pytest_status" -ne 0 ] || [ "$conformance_status" -ne 0 ]; then
+  echo "== FAILED: pytest exit $pytest_status, conformance exit $conformance_status"
+  exit 1
 fi
