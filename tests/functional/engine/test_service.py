@@ -157,7 +157,9 @@ def test_old_unfinished_notifications_expire(db, sim, engine_factory):
     engine_factory(
         make_conf(sim, check_expired_notifications_interval=1, notifications_expired_interval=60)
     )
-    assert wait_status(db, nid, ("error",)) == "error"
+    # The recovery ends in error (no reserved host), which the next expiry check (every
+    # second) turns to failed: on a loaded machine a 50 ms poll may never see the error.
+    assert wait_status(db, nid, ("error", "failed")) in ("error", "failed")
     assert wait_status(db, nid, ("failed",)) == "failed"
 
 
