@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import sys
 from typing import Any
 
 from gunicorn.app.base import BaseApplication
@@ -45,6 +46,7 @@ class APIServer(BaseApplication):  # type: ignore[misc]  # gunicorn is untyped
             access_format=self.conf.wsgi.wsgi_log_format,
         )
         freeze_startup_objects()
+        sys.setswitchinterval(settings.GIL_SWITCH_INTERVAL)
         return app
 
 

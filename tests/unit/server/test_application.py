@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import gc
+import sys
 
-from masakari.server import application
+import pytest
+
+import masakari.conf
+from masakari.server import application, settings
 
 
 def test_startup_objects_are_left_out_of_full_collections() -> None:
@@ -22,3 +26,16 @@ def test_startup_objects_are_left_out_of_full_collections() -> None:
         assert id(made_later) in {id(o) for o in gc.get_objects(generation=2)}
     finally:
         gc.unfreeze()
+
+
+def test_a_worker_hands_the_gil_on_sooner(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(application.api_app, "build", lambda conf: lambda environ, start: [])
+    monkeypatch.setattr(application, "freeze_startup_objects", lambda: None)
+    before = sys.getswitchinterval()
+    server = application.APIServer.__new__(application.APIServer)
+    server.conf = masakari.conf.for_tests()
+    try:
+        server.load()
+        assert sys.getswitchinterval() == settings.GIL_SWITCH_INTERVAL < before
+    finally:
+        sys.setswitchinterval(before)
