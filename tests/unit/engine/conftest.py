@@ -64,9 +64,11 @@ def make_run(
     clock: FakeClock,
     notification_uuid: str | None = None,
     lease_term: float = LONG_LEASE,
+    owner: str = "engine-test",
     **overrides: Any,
 ) -> RunContext:
-    """A run holding a claim on a running notification (created unless given)."""
+    """A run of engine ``owner`` holding a claim on a running notification (created unless
+    given)."""
     if notification_uuid is None:
         notification_uuid = str(uuid.uuid4())
         with db.writer() as s:
@@ -80,8 +82,8 @@ def make_run(
                     generated_time=datetime.datetime(2026, 1, 1),
                 )
             )
-    claim(db, notification_uuid)
-    lease = Lease("engine-test", 1, clock, lease_term, clock.monotonic())
+    claim(db, notification_uuid, owner=owner)
+    lease = Lease(owner, 1, clock, lease_term, clock.monotonic())
     return RunContext(
         conf=make_conf(**overrides),
         effects=Effects(db, nova, clock, lease, notification_uuid),

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import datetime
 import threading
-import uuid
 from typing import Any
 
 import pytest
@@ -14,34 +13,18 @@ import pytest
 from masakari.db import slots as db_slots
 from masakari.db import vmoves as db_vmoves
 from masakari.db.database import Database, transaction
-from masakari.db.models import EvacuationSlot, Notification, VMove
+from masakari.db.models import EvacuationSlot, VMove
 from masakari.engine import slots as slots_module
 from masakari.engine.context import RunContext
-from masakari.engine.effects import Effects
-from masakari.engine.lease import Lease
 from masakari.engine.slots import EvacuationSlots, Slot
-from tests.unit.engine.conftest import LONG_LEASE, claim, make_conf
+from tests.unit.engine.conftest import make_run
 from tests.unit.engine.fakes import FakeClock, FakeNova
 
 FOREVER = datetime.datetime(2100, 1, 1)
 
 
 def _run(db: Database, nova: FakeNova, clock: FakeClock, owner: str = "engine-a") -> RunContext:
-    nid = str(uuid.uuid4())
-    with db.writer() as s:
-        s.add(
-            Notification(
-                notification_uuid=nid,
-                type="COMPUTE_HOST",
-                source_host_uuid=str(uuid.uuid4()),
-                payload="{}",
-                status="running",
-                generated_time=datetime.datetime(2026, 1, 1),
-            )
-        )
-    claim(db, nid, owner=owner)
-    lease = Lease(owner, 1, clock, LONG_LEASE, clock.monotonic())
-    return RunContext(conf=make_conf(), effects=Effects(db, nova, clock, lease, nid), clock=clock)
+    return make_run(db, nova, clock, owner=owner)
 
 
 def _rows(db: Database) -> dict[int, tuple[str, str]]:
