@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from oslo_context import context
-from oslo_policy import policy as oslo_policy
 
 from masakari import exception, policy
 
@@ -20,7 +19,7 @@ class RequestContext(context.RequestContext):  # type: ignore[misc]
     def __init__(
         self,
         *,
-        enforcer: oslo_policy.Enforcer | None = None,
+        enforcer: policy.Enforcer | None = None,
         is_admin: bool | None = None,
         read_deleted: str = "no",
         remote_address: str | None = None,

@@ -141,7 +141,7 @@ class Enforcer(policy.Enforcer):  # type: ignore[misc]
         return answer
 
 
-def make_enforcer(conf: cfg.ConfigOpts) -> policy.Enforcer:
+def make_enforcer(conf: cfg.ConfigOpts) -> Enforcer:
     """An Enforcer with masakari's defaults and the file of ``[oslo_policy] policy_file``.
 
     The file (YAML, or JSON which YAML reads too) overrides the defaults
@@ -159,16 +159,13 @@ def make_enforcer(conf: cfg.ConfigOpts) -> policy.Enforcer:
     return enforcer
 
 
-def check_is_admin(enforcer: policy.Enforcer, credentials: Mapping[str, Any]) -> bool:
+def check_is_admin(enforcer: Enforcer, credentials: Mapping[str, Any]) -> bool:
     """Whether ``credentials`` pass ``context_is_admin`` (by default: the admin role)."""
-    if isinstance(enforcer, Enforcer):
-        return enforcer.decide(base.CONTEXT_IS_ADMIN, credentials, credentials)
-    creds = dict(credentials)
-    return bool(enforcer.authorize(base.CONTEXT_IS_ADMIN, creds, creds))
+    return enforcer.decide(base.CONTEXT_IS_ADMIN, credentials, credentials)
 
 
 def authorize(
-    enforcer: policy.Enforcer,
+    enforcer: Enforcer,
     context_credentials: dict[str, Any],
     action: str,
     target: dict[str, Any] | None = None,
@@ -186,17 +183,9 @@ def authorize(
         creds["is_admin"] = check_is_admin(enforcer, creds)
     if target is None:
         target = {"project_id": creds.get("project_id"), "user_id": creds.get("user_id")}
-    try:
-        if not isinstance(enforcer, Enforcer):
-            enforcer.authorize(
-                action, target, creds, do_raise=True, exc=exception.PolicyNotAuthorized,
-                action=action,
-            )
-        elif not enforcer.decide(action, target, creds):
-            raise exception.PolicyNotAuthorized(action=action)
-    except exception.PolicyNotAuthorized:
+    if not enforcer.decide(action, target, creds):
         LOG.debug("Policy %s denied to user %s", action, creds.get("user_id"))
-        raise
+        raise exception.PolicyNotAuthorized(action=action)
 
 
 def _config_args(argv: list[str]) -> list[str]:
@@ -213,7 +202,7 @@ def _config_args(argv: list[str]) -> list[str]:
     return kept
 
 
-def get_enforcer(argv: list[str] | None = None) -> policy.Enforcer:
+def get_enforcer(argv: list[str] | None = None) -> Enforcer:
     """The ``oslo.policy.enforcer`` entry point, for the oslopolicy-* commands.
 
     Those commands have options of their own (--namespace, --output-file...)

@@ -6,7 +6,6 @@ import dataclasses
 from collections.abc import Callable
 
 from oslo_config import cfg
-from oslo_policy import policy as oslo_policy
 
 from masakari import policy
 from masakari.compute import nova
@@ -21,7 +20,7 @@ class AppState:
 
     conf: cfg.ConfigOpts
     db: Database
-    enforcer: oslo_policy.Enforcer
+    enforcer: policy.Enforcer
     check_compute: Callable[[str], None]
     notifier: Notifier
     # Called with a notification's uuid once its row is committed (transport_url set).
