@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import os
+import threading
 import time
 from collections.abc import Iterator
 
@@ -48,8 +48,29 @@ def multiprocess() -> bool:
     return bool(os.environ.get(MULTIPROC_ENV))
 
 
-@functools.cache
+_CREATING = threading.Lock()
+_made: list[Instruments] = []
+
+
 def instruments() -> Instruments:
+    """The instruments, created by the first caller. Threads of one process (an API
+    worker's requests, an engine's recoveries) may all count at once in a fresh process:
+    two creations would register each name twice, and the loser's request would fail."""
+    if not _made:
+        with _CREATING:
+            if not _made:
+                _made.append(_create())
+    return _made[0]
+
+
+def forget_instruments() -> None:
+    """The next call creates the instruments again (after a switch to multi-process
+    values)."""
+    with _CREATING:
+        _made.clear()
+
+
+def _create() -> Instruments:
     registry = None if multiprocess() else OWN
     return Instruments(
         notifications_received=Counter(

@@ -41,7 +41,7 @@ def prepare(conf: cfg.ConfigOpts) -> str | None:
         os.environ[metrics.MULTIPROC_ENV] = directory
     # prometheus_client picks its value class when first imported, which is earlier.
     values.ValueClass = values.get_value_class()
-    metrics.instruments.cache_clear()
+    metrics.forget_instruments()
     return directory
 
 

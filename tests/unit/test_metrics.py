@@ -1,0 +1,50 @@
+"""masakari.metrics: the instruments of a process, created once."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from masakari import metrics
+
+
+def test_threads_counting_at_once_in_a_fresh_process_all_count(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(metrics, "OWN", CollectorRegistry(auto_describe=True))
+    monkeypatch.delenv(metrics.MULTIPROC_ENV, raising=False)
+    real_counter = metrics.Counter
+
+    def slow_counter(*args: Any, **kwargs: Any) -> Any:
+        time.sleep(0.01)  # widens the window in which a second creation could start
+        return real_counter(*args, **kwargs)
+
+    monkeypatch.setattr(metrics, "Counter", slow_counter)
+    metrics.forget_instruments()
+    start = threading.Barrier(8)
+    errors: list[BaseException] = []
+
+    def count() -> None:
+        start.wait()
+        try:
+            metrics.notification_received("COMPUTE_HOST", 409)
+        except BaseException as exc:
+            errors.append(exc)
+
+    try:
+        threads = [threading.Thread(target=count) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert errors == []
+        value = metrics.OWN.get_sample_value(
+            "masakari_notifications_received_total", {"type": "COMPUTE_HOST", "code": "409"}
+        )
+        assert value == 8
+    finally:
+        metrics.forget_instruments()
