@@ -17,7 +17,7 @@ from masakari.conf import host_return as host_return_opts
 from masakari.db import failures, guards, holds, mass_failure, progress
 from masakari.db import hosts as hosts_db
 from masakari.db import notifications as notifications_db
-from masakari.db.database import DB_ERRORS, Database, lost_lock_race
+from masakari.db.database import Database
 from masakari.db.models import Notification
 from masakari.db.paging import Row
 from masakari.ha import failed_task
@@ -48,14 +48,13 @@ class NotificationRaceLost(exception.Conflict):
     )
 
 
-def _race_lost(exc: BaseException) -> bool:
-    """Two first uses of a host's guard, in parallel, insert the same key; one loses. Or a
-    lock was not had in time: a deadlock, or SQLite still busy after its timeout.
+def _guard_insert_collided(exc: BaseException) -> bool:
+    """Two first uses of a host's guard, in parallel, insert the same key; one loses.
 
-    Servers' unique violations come translated by oslo.db: a plain IntegrityError is
-    another fault, not retried.
+    Only servers race here (SQLite writers take turns), and their unique violations come
+    translated by oslo.db: a plain IntegrityError is another fault, not retried.
     """
-    return isinstance(exc, db_exc.DBDuplicateEntry) or lost_lock_race(exc)
+    return isinstance(exc, db_exc.DBDuplicateEntry)
 
 
 def to_utc(value: str) -> datetime.datetime:
@@ -114,9 +113,7 @@ def record(
     generated_time = to_utc(data["generated_time"])
     try:
         row, reason = _record(db, duplicate_window, data, generated_time, rules)
-    except DB_ERRORS as exc:
-        if not _race_lost(exc):
-            raise
+    except (db_exc.DBDeadlock, db_exc.DBDuplicateEntry) as exc:
         raise NotificationRaceLost(host=data["hostname"], type=data["type"]) from exc
     if reason is not None:
         # The one place a hold is decided: counted here, after the commit.
@@ -150,7 +147,7 @@ def _host_status(data: Mapping[str, Any]) -> str:
     inc_retry_interval=True,
     max_retry_interval=RACE_RETRY_MAX_INTERVAL,
     retry_on_deadlock=True,
-    exception_checker=_race_lost,
+    exception_checker=_guard_insert_collided,
 )
 def _record(
     db: Database,
