@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from sqlalchemy import orm
 
-from masakari import exception
+from masakari import exception, terminal
 from masakari.db import failures
 from masakari.db.models import Notification, RecoveryTask, VMove
 from masakari.ha import failed_task
@@ -161,12 +161,15 @@ def _duration(seconds: float | None) -> str:
 
 
 def text(timeline: Timeline) -> str:
+    """The timeline for a terminal; every value is made inert (masakari.terminal): instance
+    names are the tenants', messages are Nova's."""
     t = timeline
+    c = terminal.clean
     lines = [
-        f"notification {t.notification_uuid}  type {t.type}  status {t.status}",
+        f"notification {c(t.notification_uuid)}  type {c(t.type)}  status {c(t.status)}",
         f"reported {_clock(t.generated_time)}  received {_clock(t.created_at)}"
         f"  last change {_clock(t.updated_at)}",
-        *([f"failure reason: {t.failure_reason}"] if t.failure_reason is not None else []),
+        *([f"failure reason: {c(t.failure_reason)}"] if t.failure_reason is not None else []),
         "",
         "tasks:",
     ]
@@ -194,7 +197,8 @@ def text(timeline: Timeline) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _table(rows: Sequence[tuple[str, ...]]) -> list[str]:
+def _table(cells: Sequence[tuple[str, ...]]) -> list[str]:
+    rows = [tuple(terminal.clean(cell) for cell in row) for row in cells]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return [
         "  " + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
@@ -289,4 +293,5 @@ dt {{ color: #666; }}
 
 
 def _e(value: object) -> str:
-    return html_lib.escape(str(value), quote=True)
+    # Inert for a terminal too: the page is a file an operator may cat.
+    return html_lib.escape(terminal.clean(value), quote=True)

@@ -23,7 +23,7 @@ from oslo_db import exception as db_exc
 from sqlalchemy import exc as sa_exc
 
 from masakari import conf as masakari_conf
-from masakari import exception, timeline
+from masakari import exception, terminal, timeline
 from masakari.conf import paths
 from masakari.db import engines, migration, purge
 from masakari.db.database import Database
@@ -361,6 +361,13 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     masakari_conf.setup_logging(conf)
     command = COMMANDS[conf.category.name][conf.category.action]
+    # Names, messages and payloads come from tenants, Nova and monitors: whatever a command
+    # prints reaches the operator's terminal inert (masakari.terminal).
+    with terminal.guarded_output():
+        return _run(conf, command)
+
+
+def _run(conf: cfg.ConfigOpts, command: Callable[[cfg.ConfigOpts], None]) -> int:
     try:
         check_database_configured(conf)
         command(conf)
