@@ -68,3 +68,18 @@ class RequestContext(context.RequestContext):  # type: ignore[misc]
             }
         )
         return values
+
+
+REQUEST_ID_KEY = "openstack.request_id"
+
+
+def start_request(environ: dict[str, Any]) -> None:
+    """Make this request's own, anonymous context the thread's current one.
+
+    oslo.context keeps the last context built in a thread-local store, and oslo.log prints
+    the current one's request id and user on every line that names no context. API worker
+    threads serve one request after another: without this, what the layers before the
+    context middleware log (a token refused by auth_token, a body too large) would be
+    logged under the previous request's user and request id.
+    """
+    context.RequestContext(request_id=environ.get(REQUEST_ID_KEY), overwrite=True)

@@ -16,7 +16,7 @@ from typing import Any
 import webob
 import webob.exc
 
-from masakari import exception
+from masakari import context, exception
 from masakari.api import errors, microversion, outage
 from masakari.compute import nova
 
@@ -139,6 +139,8 @@ class FaultWrapper:
         return cls
 
     def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
+        # The outermost masakari layer of every pipeline, the reference's api-paste.ini's too.
+        context.start_request(environ)
         try:
             return self.application(environ, start_response)
         except UnicodeDecodeError:
