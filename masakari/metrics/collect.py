@@ -4,13 +4,17 @@ The database gauges are computed when scraped, with five small queries (a count 
 status, the held ones, the oldest ``new`` and ``running`` rows, the engines' heartbeats),
 so that every API and engine reports the same numbers however many there are. A database
 that cannot be reached leaves those gauges out and says so in ``masakari_database_up``; the
-scrape itself still succeeds.
+scrape itself still succeeds. What was read is answered again for CACHE_SECONDS: several
+scrapers (or one scraping too often, or anyone reaching an unauthenticated listener) cost
+the database at most one round of queries per interval.
 """
 
 from __future__ import annotations
 
 import datetime
 import logging
+import threading
+import time
 from collections.abc import Callable, Iterator
 
 import sqlalchemy as sa
@@ -26,6 +30,10 @@ from masakari.db.database import DB_ERRORS, Database
 from masakari.db.models import Notification
 
 LOG = logging.getLogger(__name__)
+
+# Seconds a scrape's database reading is answered again; well under Prometheus's usual
+# 15-60 s interval, so that every scrape still sees fresh figures.
+CACHE_SECONDS = 5.0
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 # Engines listed in masakari_engine_heartbeat_age_seconds, newest heartbeat first.
@@ -52,25 +60,41 @@ class DatabaseCollector(Collector):
         self,
         database: Callable[[], Database],
         now: Callable[[], datetime.datetime] = _utcnow,
+        cache_seconds: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._database = database
         self._db: Database | None = None
         self._now = now
+        self._cache_seconds = CACHE_SECONDS if cache_seconds is None else cache_seconds
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._read_at: float | None = None
+        self._families: list[Metric] | None = None
 
     def collect(self) -> Iterator[Metric]:
+        families = self._cached()
         up = GaugeMetricFamily(
             "masakari_database_up", "Whether the last scrape could read the database."
         )
-        try:
-            families = self._read()
-        except DB_ERRORS as exc:
-            LOG.warning("Metrics: database unreachable: %s", exc)
-            up.add_metric([], 0)
-            yield up
-            return
-        up.add_metric([], 1)
+        up.add_metric([], 0 if families is None else 1)
         yield up
-        yield from families
+        yield from families or []
+
+    def _cached(self) -> list[Metric] | None:
+        """The last reading while younger than cache_seconds (None: database unreachable);
+        concurrent scrapes wait for one reading rather than each run the queries."""
+        with self._lock:
+            now = self._clock()
+            if self._read_at is not None and now - self._read_at < self._cache_seconds:
+                return self._families
+            try:
+                self._families = self._read()
+            except DB_ERRORS as exc:
+                LOG.warning("Metrics: database unreachable: %s", exc)
+                self._families = None
+            self._read_at = now
+            return self._families
 
     def _read(self) -> list[Metric]:
         if self._db is None:

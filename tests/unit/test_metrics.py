@@ -46,3 +46,29 @@ def test_threads_counting_at_once_in_a_fresh_process_all_count(
         "masakari_notifications_received_total", {"type": "COMPUTE_HOST", "code": "409"}
     )
     assert value == 8
+
+
+def test_database_gauges_are_read_once_per_cache_interval() -> None:
+    from masakari.metrics import collect
+
+    clock = [100.0]
+    collector = collect.DatabaseCollector(
+        lambda: None,  # type: ignore[arg-type,return-value]
+        cache_seconds=5.0,
+        clock=lambda: clock[0],
+    )
+    reads: list[float] = []
+
+    def read() -> list[Any]:
+        reads.append(clock[0])
+        return []
+
+    collector._read = read  # type: ignore[method-assign]
+    for _ in range(3):
+        assert [f.name for f in collector.collect()] == ["masakari_database_up"]
+    clock[0] += 4.9
+    list(collector.collect())
+    assert reads == [100.0]
+    clock[0] += 0.2
+    list(collector.collect())
+    assert len(reads) == 2

@@ -66,7 +66,9 @@ def report(dep: Deployment, body: Mapping[str, object]) -> int:
     return int(dep.request("POST", "/v1/notifications", body).status_int)
 
 
-def test_metrics_move_with_a_host_recovery() -> None:
+def test_metrics_move_with_a_host_recovery(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Each scrape below must read the database afresh (collect caches for a few seconds).
+    monkeypatch.setattr(collect, "CACHE_SECONDS", 0.0)
     with Deployment({"DEFAULT": FAST, "metrics": {"enabled": "true"}}) as dep:
         dep.sim.power_off("compute-1")
         dep.sim.service_down_time = 0
