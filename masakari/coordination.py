@@ -21,6 +21,7 @@ import threading
 from typing import Any, Protocol
 
 from oslo_config import cfg
+from sqlalchemy.engine import url as sa_url
 
 LOG = logging.getLogger(__name__)
 
@@ -154,8 +155,20 @@ class Elected:
 
 
 def lock_name(conf: cfg.ConfigOpts) -> bytes:
-    """One lock per database: deployments sharing a backend elect their leaders apart."""
-    database = hashlib.sha256(str(conf.database.connection).encode("utf-8")).hexdigest()
+    """One lock per database: deployments sharing a backend elect their leaders apart.
+
+    The database is named by what identifies it (backend, user, host, port, database), never
+    by its password: lock names are visible to anyone who can list the backend's keys, and a
+    hash of a URL whose every other part is guessable gives the password away to an offline
+    search. The driver and the query are left out too, so that engines spelling them
+    differently still share the lock.
+    """
+    url = sa_url.make_url(str(conf.database.connection))
+    identity = "|".join(
+        str(part or "")
+        for part in (url.get_backend_name(), url.username, url.host, url.port, url.database)
+    )
+    database = hashlib.sha256(identity.encode("utf-8")).hexdigest()
     return LOCK_NAME + b"-" + database[:16].encode("ascii")
 
 

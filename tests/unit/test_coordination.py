@@ -32,3 +32,18 @@ def test_engines_of_one_database_share_a_lock_and_other_databases_do_not() -> No
     assert one.lock_name == same.lock_name != other.lock_name
     # Nothing is reached before start(): an unreachable backend never delays an engine.
     assert not one.is_leader and one.runs_periodic_tasks()
+
+
+def test_the_lock_name_does_not_depend_on_the_database_password() -> None:
+    def name(connection: str) -> bytes:
+        conf = masakari_conf.for_tests(**{"database.connection": connection})
+        return coordination.lock_name(conf)
+
+    base = "mysql+pymysql://masakari:{}@db.example:3306/masakari?charset=utf8"
+    one = name(base.format("s3cret"))
+    # Another password (or none) is the same database, hence the same lock: the name says
+    # nothing about the password, and an offline search of it learns nothing.
+    assert name(base.format("other")) == one
+    assert name("mysql://masakari@db.example:3306/masakari") == one
+    assert name("mysql+pymysql://masakari:s3cret@db.example:3306/other") != one
+    assert name("mysql+pymysql://masakari:s3cret@db2.example:3306/masakari") != one
