@@ -8,6 +8,7 @@ from typing import Any
 from oslo_config import cfg
 from oslo_log import log
 
+from masakari import logvalues
 from masakari.conf import database, libraries, opts
 
 PROJECT = "masakari"
@@ -94,3 +95,4 @@ def for_tests(**overrides: Any) -> cfg.ConfigOpts:
 def setup_logging(conf: cfg.ConfigOpts) -> None:
     """Configure Python logging from the oslo.log options of ``conf``."""
     log.setup(conf, PROJECT, version=version())
+    logvalues.install()  # on the handlers oslo.log has just set up
