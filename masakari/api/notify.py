@@ -126,8 +126,9 @@ def _changed(kind: _Kind) -> Callable[[Any, Fields], Fields]:
 
 
 def _deleted(_result: object, before: Fields) -> Fields:
-    # The end payload of a delete: the object as it was, without its id.
-    return {k: v for k, v in before.items() if k != "id"}
+    # The end payload of a delete: the object as it was, id included (the reference sends
+    # it before it forgets the id).
+    return dict(before)
 
 
 def _change(

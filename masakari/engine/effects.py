@@ -32,6 +32,7 @@ from masakari.db.database import Database, read, transaction
 from masakari.db.hosts import RecoveryHost
 from masakari.db.instances import Plan
 from masakari.db.vmoves import VMoveData
+from masakari.engine.host_notices import SILENT, HostNotices
 from masakari.engine.lease import Lease, LeaseLost
 from masakari.engine.ports import Clock, Nova, NovaReads, Server, Service
 
@@ -94,6 +95,9 @@ class LeasedReads:
 
 class Effects:
     """The reads and the fenced changes of one run of one notification."""
+
+    # host.update notifications around the host changes below (the service sets its own).
+    host_notices: HostNotices = SILENT
 
     def __init__(
         self, db: Database, nova: Nova, clock: Clock, lease: Lease, notification_uuid: str
@@ -180,7 +184,11 @@ class Effects:
             )
             return host
 
-        return self._write(maintain)
+        values = {"on_maintenance": True, **({"reserved": False} if unreserve_spare else {})}
+        with self.host_notices.update(self._db, values, uuid=host_uuid) as written:
+            host = self._write(maintain)
+            written()
+        return host
 
     def record_moves(
         self, servers: Sequence[Server], source_host: str, now: datetime.datetime
@@ -250,7 +258,11 @@ class Effects:
                 self._record_note(session, note)
             return True
 
-        return self._write(take)
+        with self.host_notices.update(self._db, {"reserved": False}, name=name) as written:
+            taken = self._write(take)
+            if taken:
+                written()
+        return taken
 
     def return_spare(self, name: str) -> bool:
         """A spare a recovery took is reserved again; False when it changed meanwhile."""

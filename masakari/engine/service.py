@@ -32,6 +32,7 @@ from masakari.engine import logtag, tasks, wakeup
 from masakari.engine.context import RunContext
 from masakari.engine.effects import Effects
 from masakari.engine.errors import Cancelled
+from masakari.engine.host_notices import HostNotices
 from masakari.engine.hostpoll import HostPoller
 from masakari.engine.lease import Lease, LeaseLost
 from masakari.engine.ports import Clock, Nova
@@ -431,6 +432,7 @@ class EngineService:
         fields = notifier.notification_fields(notification)
         self.notifier.emit("notification.process.start", notifier.notification_payload(fields))
         effects = Effects(self.db, self.nova, self.clock, lease, notification_uuid)
+        effects.host_notices = HostNotices(self.notifier)
         effects.reported_at = notification.generated_time
         run = RunContext(
             conf=self.conf,

@@ -52,13 +52,13 @@ EXPECTED: dict[str, tuple[str, str, set[str]]] = {
     "host.update.start": ("INFO", "HostApiPayload", HOST | IDS),
     "host.update.end": ("INFO", "HostApiPayload", HOST | IDS),
     "host.delete.start": ("INFO", "HostApiPayload", HOST | IDS),
-    "host.delete.end": ("INFO", "HostApiPayload", HOST | {"uuid"}),
+    "host.delete.end": ("INFO", "HostApiPayload", HOST | IDS),
     "notification.create.start": ("INFO", "NotificationApiPayload", NOTIFICATION),
     "notification.create.end": ("INFO", "NotificationApiPayload", NOTIFICATION | NIDS),
     "notification.process.start": ("INFO", "NotificationApiPayload", NOTIFICATION | NIDS),
     "notification.process.end": ("INFO", "NotificationApiPayload", NOTIFICATION | NIDS),
     "segment.delete.start": ("INFO", "SegmentApiPayload", SEGMENT | IDS),
-    "segment.delete.end": ("INFO", "SegmentApiPayload", SEGMENT | {"uuid"}),
+    "segment.delete.end": ("INFO", "SegmentApiPayload", SEGMENT | IDS),
 }
 FAILOVER_SEGMENT = {
     "uuid",
