@@ -27,7 +27,8 @@ def test_the_project_sends_what_the_reference_sends(request: pytest.FixtureReque
             pytest.fail("RabbitMQ is not reachable on 127.0.0.1:5672")
         pytest.skip("RabbitMQ is not reachable on 127.0.0.1:5672")
     if not notification_shapes.runner().exists():
-        pytest.skip(f"no conformance runner at {notification_shapes.runner()} (MASAKARI_SHARED_DIR)")
+        where = notification_shapes.runner()
+        pytest.skip(f"no conformance runner at {where} (MASAKARI_SHARED_DIR)")
     reference = json.loads(notification_shapes.FIXTURE.read_text())["events"]
     project = notification_shapes.record("project")
     for event_type, want in sorted(reference.items()):
