@@ -7,8 +7,13 @@ failure is reported the way masakari-monitors reports it. The recovery is printe
 happens, from the API a client would read (the notification's recovery_workflow_details at
 microversion 1.1 and its vmoves at 1.3).
 
+With ``--recommended`` the demo runs with etc/masakari/masakari.conf.recommended merged into
+its configuration, and goes on: three more hosts fail at once, the mass-failure guard
+recovers up to half the segment and holds the rest, the operator releases the held report,
+and the first recovery's timeline page is drawn.
+
 Exit status 0 when the notification ends ``finished`` with every instance running on
-another host, 1 otherwise.
+another host (and, with ``--recommended``, the released report too), 1 otherwise.
 """
 
 from __future__ import annotations
@@ -37,6 +42,8 @@ from tests.fakes.nova import NovaSimulator  # noqa: E402
 
 FAILED_HOST = "compute-1"
 HOSTS = ("compute-1", "compute-2", "compute-3")
+# With --recommended: three more hosts, which fail together after compute-1.
+STORM_HOSTS = ("compute-4", "compute-5", "compute-6")
 INSTANCES = 4
 # The engine's timers, shortened so that the whole recovery fits in a few seconds; the
 # defaults (minutes) are meant for real clouds.
@@ -150,16 +157,42 @@ def build_cloud(sim: NovaSimulator) -> dict[str, str]:
     return names
 
 
-def run(state: pathlib.Path, summary: pathlib.Path | None) -> int:
+def run(state: pathlib.Path, summary: pathlib.Path | None, recommended: bool = False) -> int:
     bindir = pathlib.Path(sys.executable).parent
     clock = Clock()
+    storm: dict[str, Any] = {}
+    timeline: pathlib.Path | None = None
+    hosts = HOSTS + STORM_HOSTS if recommended else HOSTS
     # Evacuations take 0.5-3 s each in the simulator, as rebuilds on a real host take a while;
     # a stopped host is "down" for Nova 1 s after its last heartbeat.
     with NovaSimulator(service_down_time=1, evacuate_delay=(0.5, 3.0)) as sim:
         names = build_cloud(sim)
         port = free_port()
         conf = write_conf(state, sim, port)
-        say(f"{clock()} Nova simulator with Keystone at {sim.base_url}: hosts {', '.join(HOSTS)};")
+        metrics_port = free_port()
+        if recommended:
+            for host in STORM_HOSTS:
+                sim.add_service(host)
+                sim.add_server(host=host, name=f"vm-{host}", metadata={"HA_Enabled": "True"})
+            with open(conf, "a", encoding="utf-8") as fh:
+                # Free ports for this run, kept by the merge (which adds what is not set).
+                fh.write(f"[metrics]\napi_port = {free_port()}\nengine_port = {metrics_port}\n")
+            added = subprocess.run(
+                [
+                    str(bindir / "masakari-manage"),
+                    "config",
+                    "recommended",
+                    "--merge",
+                    str(conf),
+                ],
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout
+            say(f"{clock()} the recommended settings, merged into {conf}:")
+            for line in added.splitlines()[1:]:
+                say(f"       {line}")
+        say(f"{clock()} Nova simulator with Keystone at {sim.base_url}: hosts {', '.join(hosts)};")
         say(f"        {', '.join(names.values())} run on {FAILED_HOST} (metadata HA_Enabled=True)")
         subprocess.run(
             [str(bindir / "masakari-manage"), "--config-file", str(conf), "db", "sync"],
@@ -185,36 +218,20 @@ def run(state: pathlib.Path, summary: pathlib.Path | None) -> int:
                 "/v1/segments",
                 {"segment": {"name": "demo", "recovery_method": "auto", "service_type": "compute"}},
             )["segment"]["uuid"]
-            for host in HOSTS:
+            for host in hosts:
                 api.call(
                     "POST",
                     f"/v1/segments/{segment}/hosts",
                     {"host": {"name": host, "type": "COMPUTE", "control_attributes": "ssh"}},
                 )
-            say(f"{clock()} segment 'demo' (recovery_method auto) with hosts {', '.join(HOSTS)}")
+            say(f"{clock()} segment 'demo' (recovery_method auto) with hosts {', '.join(hosts)}")
 
             sim.power_off(FAILED_HOST)
             say(f"{clock()} {FAILED_HOST} loses power; Nova sees its nova-compute down")
             time.sleep(sim.service_down_time + 0.5)
-            notification = api.call(
-                "POST",
-                "/v1/notifications",
-                {
-                    "notification": {
-                        "type": "COMPUTE_HOST",
-                        "hostname": FAILED_HOST,
-                        "generated_time": datetime.datetime.now(datetime.UTC)
-                        .replace(tzinfo=None)
-                        .isoformat(timespec="seconds"),
-                        "payload": {
-                            "event": "STOPPED",
-                            "host_status": "NORMAL",
-                            "cluster_status": "OFFLINE",
-                        },
-                    }
-                },
-            )["notification"]
-            nid = notification["notification_uuid"]
+            nid = report_failure(api, FAILED_HOST, "1.4" if recommended else "1.0")[
+                "notification_uuid"
+            ]
             reported = time.monotonic()
             say(
                 f"{clock()} masakari-monitors reports it: POST /v1/notifications COMPUTE_HOST "
@@ -222,6 +239,25 @@ def run(state: pathlib.Path, summary: pathlib.Path | None) -> int:
             )
             status, last_running = watch(api, sim, clock, nid, names)
             elapsed = (last_running or time.monotonic()) - reported
+            if recommended:
+                storm = show_storm(api, sim, clock, conf, bindir, metrics_port)
+                timeline = state / "timeline.html"
+                subprocess.run(
+                    [
+                        str(bindir / "masakari-manage"),
+                        "--config-file",
+                        str(conf),
+                        "notification",
+                        "show",
+                        nid,
+                        "--html",
+                        str(timeline),
+                    ],
+                    check=True,
+                    capture_output=True,
+                )
+                say(f"{clock()} the first recovery's timeline page: {timeline.as_uri()}")
+                say("        (masakari-manage notification show UUID --html FILE draws it)")
         final_hosts = {names[sid]: sim.server(sid)["OS-EXT-SRV-ATTR:host"] for sid in names}
         final_status = {names[sid]: sim.server(sid)["status"] for sid in names}
     moved = all(host != FAILED_HOST for host in final_hosts.values())
@@ -241,10 +277,92 @@ def run(state: pathlib.Path, summary: pathlib.Path | None) -> int:
                     "hosts": final_hosts,
                     "servers": final_status,
                     "seconds_to_last_running": round(elapsed, 1),
+                    **({"storm": storm} if recommended else {}),
+                    **({"timeline": str(timeline)} if timeline is not None else {}),
                 }
             )
         )
-    return 0 if status == "finished" and moved and running else 1
+    ok = status == "finished" and moved and running
+    if recommended:
+        ok = ok and storm.get("released_status") == "finished"
+    return 0 if ok else 1
+
+
+def report_failure(api: Api, host: str, version: str = "1.4") -> dict[str, Any]:
+    """masakari-monitors' report of a powered-off host."""
+    body = {
+        "notification": {
+            "type": "COMPUTE_HOST",
+            "hostname": host,
+            "generated_time": datetime.datetime.now(datetime.UTC)
+            .replace(tzinfo=None)
+            .isoformat(timespec="seconds"),
+            "payload": {"event": "STOPPED", "host_status": "NORMAL", "cluster_status": "OFFLINE"},
+        }
+    }
+    return dict(api.call("POST", "/v1/notifications", body, version=version)["notification"])
+
+
+def wait_final(api: Api, nid: str, timeout: float = 120) -> str:
+    deadline = time.monotonic() + timeout
+    while True:
+        status = str(
+            api.call("GET", f"/v1/notifications/{nid}", version="1.4")["notification"]["status"]
+        )
+        if status in FINAL or time.monotonic() > deadline:
+            return status
+        time.sleep(0.3)
+
+
+def show_storm(
+    api: Api,
+    sim: NovaSimulator,
+    clock: Clock,
+    conf: pathlib.Path,
+    bindir: pathlib.Path,
+    metrics_port: int,
+) -> dict[str, Any]:
+    """Three more hosts of the six fail at once: the mass-failure guard lets recoveries through
+    up to half the segment and holds the rest until an operator releases them."""
+    say()
+    say(f"{clock()} a storm: {', '.join(STORM_HOSTS)} drop at once (a switch, a partition?)")
+    for host in STORM_HOSTS:
+        sim.power_off(host)
+    time.sleep(sim.service_down_time + 0.5)
+    reports = {host: report_failure(api, host) for host in STORM_HOSTS}
+    held = [h for h, n in reports.items() if n["status"] == "held"]
+    for host, body in reports.items():
+        reason = f" ({body['hold_reason']})" if body.get("hold_reason") else ""
+        say(f"{clock()}   {host}: {body['status']}{reason}")
+    for host, body in reports.items():
+        if host not in held:
+            wait_final(api, body["notification_uuid"])
+    with contextlib.suppress(requests.RequestException):
+        scrape = requests.get(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5).text
+        gauge = next(
+            (ln for ln in scrape.splitlines() if ln.startswith("masakari_held_notifications ")),
+            None,
+        )
+        if gauge:
+            say(f"{clock()}   the engine's metrics on loopback say: {gauge}")
+    released_status = None
+    for host in held:
+        nid = reports[host]["notification_uuid"]
+        say(f"{clock()} the operator checks {host} is really off and releases its report:")
+        say(f"        masakari-manage notification release {nid}")
+        subprocess.run(
+            [str(bindir / "masakari-manage"), "--config-file", str(conf)]
+            + ["notification", "release", nid],
+            check=True,
+            capture_output=True,
+        )
+        released_status = wait_final(api, nid)
+        say(f"{clock()}   {host}'s notification: {released_status}")
+    return {
+        "held": held,
+        "recovered": [h for h in STORM_HOSTS if h not in held],
+        "released_status": released_status,
+    }
 
 
 def readable(message: str, names: dict[str, str]) -> str:
@@ -255,7 +373,12 @@ def readable(message: str, names: dict[str, str]) -> str:
 
 
 def watch(
-    api: Api, sim: NovaSimulator, clock: Clock, nid: str, names: dict[str, str]
+    api: Api,
+    sim: NovaSimulator,
+    clock: Clock,
+    nid: str,
+    names: dict[str, str],
+    failed_host: str = FAILED_HOST,
 ) -> tuple[str, float | None]:
     """Print each new step and each instance's move until the notification ends."""
     seen_steps: set[tuple[str, str]] = set()
@@ -283,7 +406,7 @@ def watch(
                 say(f"{clock()}   move {name}: {state}")
         for sid, name in names.items():
             server = sim.server(sid)
-            up = server["OS-EXT-SRV-ATTR:host"] != FAILED_HOST and server["status"] == "ACTIVE"
+            up = server["OS-EXT-SRV-ATTR:host"] != failed_host and server["status"] == "ACTIVE"
             if up and not running.get(sid):
                 running[sid] = True
                 last_running = time.monotonic()
@@ -298,12 +421,21 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--state-dir", help="keep the conf, database and logs here")
     parser.add_argument("--summary", help="write the outcome as JSON to this file")
+    parser.add_argument(
+        "--recommended",
+        action="store_true",
+        help="with the recommended settings: also a storm held by the guard and released, "
+        "and the timeline page (kept in --state-dir, default ./demo-state)",
+    )
     args = parser.parse_args(argv)
     summary = pathlib.Path(args.summary) if args.summary else None
-    if args.state_dir:
-        state = pathlib.Path(args.state_dir).resolve()
+    if args.state_dir or args.recommended:
+        # The timeline page must outlive the demo: its state is kept.
+        state = pathlib.Path(args.state_dir or "demo-state").resolve()
         state.mkdir(parents=True, exist_ok=True)
-        return run(state, summary)
+        for old in state.glob("masakari.*"):
+            old.unlink()
+        return run(state, summary, args.recommended)
     with tempfile.TemporaryDirectory(prefix="masakari-demo-") as tmp:
         return run(pathlib.Path(tmp), summary)
 

@@ -4,7 +4,17 @@
 # Environment: MASAKARI_STATE_DIR (default ./state) holds masakari.conf and the database;
 # MASAKARI_PORT (default 15868, or the port of an existing conf) is written into that conf.
 # Nova: set the [DEFAULT] os_privileged_user_* options in state/masakari.conf.
+# --recommended: merge etc/masakari/masakari.conf.recommended into that conf first (the
+# settings it does not set yet; masakari-manage config recommended --merge).
 set -euo pipefail
+recommended=
+for arg in "$@"; do
+  case $arg in
+    --recommended) recommended=1 ;;
+    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+    *) echo "usage: $0 [--recommended]" >&2; exit 2 ;;
+  esac
+done
 cd "$(dirname "$0")/.."
 root=$PWD
 state=${MASAKARI_STATE_DIR:-$root/state}
@@ -53,10 +63,17 @@ connection = sqlite:///$state/masakari.db
 CONF
 fi
 
+if [ -n "$recommended" ]; then
+  masakari-manage config recommended --merge "$conf"
+fi
 masakari-manage --config-file "$conf" db sync
 masakari-engine --config-file "$conf" &
 engine=$!
 trap 'kill $engine 2>/dev/null; wait $engine 2>/dev/null' EXIT INT TERM
 echo "Masakari API on http://127.0.0.1:$port (noauth2: no token needed, every caller is admin);" \
   "engine pid $engine; try: curl http://127.0.0.1:$port/v1/segments"
+if grep -q '^# Added by masakari-manage config recommended' "$conf" \
+    || grep -q '^# masakari.conf.recommended' "$conf"; then
+  echo "Recommended settings on ($conf); metrics: curl http://127.0.0.1:$port/metrics"
+fi
 masakari-api --config-file "$conf"

@@ -1,6 +1,7 @@
 """masakari-manage: ``db sync [VERSION]``, ``db version``, ``db purge``, ``engine list``,
 ``notification show UUID [--html FILE]``, and the project's ``notification release|cancel
-UUID`` (held notifications), ``host plan HOST`` and ``segment check [SEGMENT]``.
+UUID`` (held notifications), ``host plan HOST``, ``segment check [SEGMENT]`` and
+``config recommended [--merge FILE]``.
 
 Exit codes, as the reference's: 0 success; 1 the command refused its arguments or failed
 (database error, unknown revision); 2 bad usage or unreadable configuration files.
@@ -8,6 +9,7 @@ Exit codes, as the reference's: 0 success; 1 the command refused its arguments o
 
 from __future__ import annotations
 
+import configparser
 import datetime
 import json
 import logging
@@ -24,7 +26,7 @@ from sqlalchemy import exc as sa_exc
 
 from masakari import conf as masakari_conf
 from masakari import exception, terminal, timeline
-from masakari.conf import paths
+from masakari.conf import paths, recommended
 from masakari.db import engines, migration, purge
 from masakari.db.database import Database
 from masakari.ha import notifications as notifications_api
@@ -293,7 +295,29 @@ def notification_show(conf: cfg.ConfigOpts) -> None:
         print(f"\ntimeline drawn in {conf.category.html}")
 
 
+def config_recommended(conf: cfg.ConfigOpts) -> None:
+    """Print the recommended settings, or add those FILE lacks (``--merge FILE``)."""
+    target = conf.category.merge
+    if target is None:
+        print(recommended.TEXT, end="")
+        return
+    try:
+        added = recommended.merge(target)
+    except (OSError, configparser.Error) as exc:
+        raise CommandError(f"Cannot merge into {target}: {exc}") from exc
+    if not added:
+        print(f"{target} already sets every recommended option.")
+        return
+    print(f"Added to {target}:")
+    for line in added:
+        print(f"  {line}")
+
+
+# Commands that read no database (check_database_configured is not asked).
+NO_DATABASE = {("config", "recommended")}
+
 COMMANDS: dict[str, dict[str, Callable[[cfg.ConfigOpts], None]]] = {
+    "config": {"recommended": config_recommended},
     "db": {"sync": db_sync, "version": db_version, "purge": db_purge},
     "notification": {
         "release": notification_release,
@@ -331,6 +355,15 @@ def _add_parsers(subparsers: Any) -> None:  # argparse's _SubParsersAction is pr
     show.add_argument("--html", metavar="FILE", help="also write the timeline as an HTML page")
 
     _add_planning_parsers(subparsers)
+    config = subparsers.add_parser("config", help="masakari.conf")
+    actions = config.add_subparsers(dest="action")
+    actions.required = True
+    rec = actions.add_parser(
+        "recommended", help="the recommended settings (etc/masakari/masakari.conf.recommended)"
+    )
+    rec.add_argument(
+        "--merge", metavar="FILE", help="add each recommended setting FILE does not set yet"
+    )
     engine = subparsers.add_parser("engine", help="the masakari-engine processes")
     actions = engine.add_subparsers(dest="action")
     actions.required = True
@@ -369,7 +402,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(conf: cfg.ConfigOpts, command: Callable[[cfg.ConfigOpts], None]) -> int:
     try:
-        check_database_configured(conf)
+        if (conf.category.name, conf.category.action) not in NO_DATABASE:
+            check_database_configured(conf)
         command(conf)
     except CommandError as exc:
         print(exc, file=sys.stderr)
