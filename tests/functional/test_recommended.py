@@ -59,7 +59,8 @@ def test_every_setting_names_an_option_and_loads_with_its_value() -> None:
 
 def test_merge_keeps_the_operators_values(tmp_path) -> None:
     path = tmp_path / "masakari.conf"
-    path.write_text("# mine\n[DEFAULT]\ndebug = true\n[guards]\nhold_unknown_host_reports = false\n")
+    mine = "# mine\n[DEFAULT]\ndebug = true\n[guards]\nhold_unknown_host_reports = false\n"
+    path.write_text(mine)
     added = recommended.merge(str(path))
     assert "[guards] hold_unknown_host_reports = true" not in added
     assert "[metrics] enabled = true" in added
