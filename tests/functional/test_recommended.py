@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 
+import pytest
 import requests
 from oslo_config import cfg
 
@@ -129,6 +130,7 @@ def test_api_and_engine_start_with_it(tmp_path) -> None:
         proc.wait(timeout=30)
 
 
+@pytest.mark.timeout(420)
 def test_the_demo_shows_a_storm_held_and_released(tmp_path) -> None:
     summary = tmp_path / "summary.json"
     done = subprocess.run(
@@ -138,7 +140,7 @@ def test_the_demo_shows_a_storm_held_and_released(tmp_path) -> None:
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=400,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     outcome = json.loads(summary.read_text())
