@@ -115,6 +115,11 @@ def record(impl: str, timeout: float = 240.0) -> dict[str, dict[str, Any]]:
                 text=True,
                 timeout=timeout,
                 check=False,
+                # The runner starts masakari-api and masakari-engine from PATH.
+                env={
+                    **os.environ,
+                    "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+                },
             )
             if done.returncode != 0:
                 raise RuntimeError(f"the runner failed:\n{done.stdout}\n{done.stderr}")
