@@ -8,6 +8,7 @@ overruns its period is followed by the next one as soon as it ends.
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import datetime
 import logging
@@ -28,7 +29,6 @@ with warnings.catch_warnings():
     # futurist looks for eventlet when imported, and eventlet warns when imported; the
     # engine runs no eventlet code.
     warnings.simplefilter("ignore")
-    import futurist
     from futurist import periodics
 
 LOG = logging.getLogger(__name__)
@@ -63,7 +63,10 @@ class Periodic:
         self.tasks = list(tasks)
         self._worker = periodics.PeriodicWorker(
             [(self._callable(task, outage, leadership), None, None) for task in self.tasks],
-            executor_factory=lambda: futurist.ThreadPoolExecutor(max_workers=len(self.tasks)),
+            # The standard pool: its threads end at shutdown (futurist's idle for up to 1 s).
+            executor_factory=lambda: concurrent.futures.ThreadPoolExecutor(
+                max_workers=len(self.tasks), thread_name_prefix="engine-periodic"
+            ),
             schedule_strategy="last_started",
             now_func=clock.monotonic,
         )
@@ -93,7 +96,8 @@ class Periodic:
     def stop(self, grace: float) -> None:
         """No new runs; wait up to ``grace`` for those under way."""
         self._worker.stop()
-        self._worker.wait(grace)
+        if self._thread.is_alive():
+            self._worker.wait(grace)
 
 
 def check_expired_notifications(

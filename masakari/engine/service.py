@@ -129,7 +129,10 @@ class EngineService:
             periodic.Task("renew_claims", renew, self.heartbeat.renew_claims, proves_db_up=False),
             # A task of its own: a slow or locked heartbeat write never delays a renewal.
             periodic.Task("beat", renew, self.heartbeat.beat, at_start=True, proves_db_up=False),
-            periodic.Task("sweep", self.sweep_interval, self.intake.request_sweep),
+            # Only asks the intake thread to sweep: it proves nothing about the database.
+            periodic.Task(
+                "sweep", self.sweep_interval, self.intake.request_sweep, proves_db_up=False
+            ),
         ]
         if conf.periodic_enable:
             every += [
@@ -180,7 +183,8 @@ class EngineService:
             self._listener.stop()
         self.leadership.stop()
         self.periodic.stop(grace)
-        self._intake_thread.join(timeout=grace)
+        if self._intake_thread.is_alive():
+            self._intake_thread.join(timeout=grace)
         left = self.workers.stop(grace)
         if left:
             self.heartbeat.release(left)
