@@ -91,6 +91,7 @@ class Periodic:
         return run
 
     def start(self) -> None:
+        self._worker.reset()  # the schedule counts from now, not from construction
         self._thread.start()
 
     def stop(self, grace: float) -> None:
