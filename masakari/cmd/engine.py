@@ -7,15 +7,18 @@ import signal
 import sys
 import threading
 from types import FrameType
-from typing import cast
 
 from oslo_config import cfg
 
 from masakari import conf as masakari_conf
 from masakari import exception
 from masakari.compute import nova
+from masakari.compute.placement import PlacementClient
 from masakari.db.database import Database
 from masakari.engine import logtag, tasks
+from masakari.engine.clients import LazyNova, LazyPlacement
+from masakari.engine.plan import Capacities
+from masakari.engine.ports import Nova
 from masakari.engine.service import EngineService
 from masakari.metrics import serve
 
@@ -37,7 +40,8 @@ def main(argv: list[str] | None = None) -> int:
         # An unknown task name or claim timings that cannot work stop the engine here
         # rather than at the first failure.
         flows = tasks.load_flows(conf)
-        service = EngineService(conf, db, _nova_client(conf), flows=flows)
+        nova_client, placement = _clients(conf)
+        service = EngineService(conf, db, nova_client, placement=placement, flows=flows)
     except exception.InvalidConfiguration as exc:
         LOG.error("%s", exc)
         print(f"masakari-engine: {exc}", file=sys.stderr)
@@ -64,11 +68,12 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _nova_client(conf: cfg.ConfigOpts) -> nova.NovaClient:
-    """The Nova client; without usable credentials the engine still starts, as the
-    reference's does, and says so: each recovery that needs Nova fails and is retried."""
+def _clients(conf: cfg.ConfigOpts) -> tuple[Nova, Capacities]:
+    """Nova and Placement (on Nova's session). Without usable credentials the engine still
+    starts, as the reference's does, and says so: each recovery that needs Nova fails and is
+    retried, and the first call after the options work builds the clients."""
     try:
-        return nova.get_client(conf)
+        client = nova.get_client(conf)
     except nova.NovaNotConfigured as exc:
         LOG.error("%s Every recovery fails (and is retried) until they are set.", exc)
     except exception.NovaError as exc:
@@ -77,7 +82,9 @@ def _nova_client(conf: cfg.ConfigOpts) -> nova.NovaClient:
             "(%s): recoveries fail until they are set",
             exc,
         )
-    return cast(nova.NovaClient, nova.DeferredClient(conf))
+    else:
+        return client, PlacementClient.from_conf(conf)
+    return LazyNova(conf), LazyPlacement.from_conf(conf)
 
 
 if __name__ == "__main__":

@@ -273,7 +273,9 @@ def take_over(
 def expire(session: orm.Session, generated_before: datetime.datetime, limit: int) -> list[str]:
     """Mark ``failed`` up to ``limit`` unfinished notifications generated before a time.
 
-    Held ones wait for an operator however long it takes: they never expire.
+    Held ones wait for an operator however long it takes: they never expire. A released one
+    is as old as its release (released after the cutoff: not expired, whenever generated),
+    so that the engine recovers it rather than the expiry failing it at once.
     """
     statuses = [RUNNING, ERROR, NEW]
     rows = session.execute(
@@ -283,6 +285,7 @@ def expire(session: orm.Session, generated_before: datetime.datetime, limit: int
             Notification.generated_time < generated_before,
             Notification.deleted == 0,
             holds.not_held(),
+            ~holds.released_since(generated_before),
         )
         .order_by(Notification.id)
         .limit(limit)

@@ -11,6 +11,7 @@ released notifications whatever their id (its range scans have long moved past t
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -56,6 +57,15 @@ def not_held(notification_uuid: sa.ColumnElement[str] | None = None) -> sa.Colum
 def was_released() -> sa.ColumnElement[bool]:
     """The row of ``Notification`` was held, then released."""
     return _hold_of(Notification.notification_uuid, released=True)
+
+
+def released_since(when: datetime.datetime) -> sa.ColumnElement[bool]:
+    """The row of ``Notification`` was released at or after ``when``: its age counts from
+    then (docs/operations.md: a released report is taken whatever its age)."""
+    return sa.exists().where(
+        NotificationHold.notification_uuid == Notification.notification_uuid,
+        NotificationHold.released_at >= when,
+    )
 
 
 def hold(session: orm.Session, notification_uuid: str, reason: str) -> None:

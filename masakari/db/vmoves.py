@@ -80,6 +80,11 @@ def _data(row: VMove) -> VMoveData:
     )
 
 
+# The reference's column: a longer Nova server name is cut to it, so that the move (and the
+# recovery of every other instance) is recorded rather than failed by the database.
+NAME_LENGTH = 255
+
+
 def create(
     session: orm.Session,
     notification_uuid: str,
@@ -91,7 +96,7 @@ def create(
         uuid=str(uuidlib.uuid4()),
         notification_uuid=notification_uuid,
         instance_uuid=instance_uuid,
-        instance_name=instance_name,
+        instance_name=instance_name[:NAME_LENGTH],
         source_host=source_host,
         type=VMOVE_EVACUATION,
         status=VMOVE_PENDING,

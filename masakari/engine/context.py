@@ -17,6 +17,7 @@ from masakari.engine.ports import Clock, NovaReads
 
 if TYPE_CHECKING:
     from masakari.engine.hostpoll import HostPoller
+    from masakari.engine.plan import Capacities
     from masakari.engine.slots import EvacuationSlots
 
 __all__ = ["Cancelled", "Clock", "NovaReads", "PollTimeout", "RunContext"]
@@ -41,6 +42,8 @@ class RunContext:
     # Shared by the engine's runs: the evacuation cap and the batched poll (None: off).
     slots: EvacuationSlots | None = None
     host_poller: HostPoller | None = None
+    # Placement's free room, for capacity_aware_targets: the engine's client, passed in.
+    placement: Capacities | None = None
 
     @property
     def notification_uuid(self) -> str:

@@ -121,6 +121,24 @@ def test_held_notifications_are_never_claimed_until_released(db: Database) -> No
         assert claims.claim(s, held, "e1", 1, ["new"], far) == claims.ClaimResult.CLAIMED
 
 
+def test_a_released_notification_is_as_old_as_its_release(db: Database) -> None:
+    """A report released after notifications_expired_interval is recovered, not expired."""
+    rules = notifications.Rules(Thresholds(segment_max=1))
+    first, _ = record(db, report(HOSTS[0]), rules)
+    held, _ = record(db, report(HOSTS[1]), rules)
+    notifications.release(db, held)
+    now = datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
+    cutoff = now - datetime.timedelta(hours=1)
+    assert NOW < cutoff  # both were generated long before the cutoff
+    with db.writer() as s:
+        assert claims.expire(s, cutoff, 10) == [first]
+    with db.reader() as s:
+        assert [r.notification_uuid for r in queue.new_after(s, 10_000, 10)] == [held]
+    # Once the release is older than the cutoff, the notification expires like any other.
+    with db.writer() as s:
+        assert claims.expire(s, now + datetime.timedelta(hours=1), 10) == [held]
+
+
 @SQLITE_ONLY
 def test_release_and_cancel_answer_404_and_409(db: Database) -> None:
     rules = notifications.Rules(Thresholds(segment_max=1))

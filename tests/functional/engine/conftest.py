@@ -172,8 +172,10 @@ def host_row(db: Database, host_uuid: str) -> Host:
 def engine_factory(db: Database, sim: NovaSimulator) -> Iterator[Any]:
     started: list[EngineService] = []
 
-    def make(conf: cfg.ConfigOpts, start: bool = True, **kwargs: Any) -> EngineService:
-        service = EngineService(conf, db, sim.client(timeout=5), **kwargs)
+    def make(
+        conf: cfg.ConfigOpts, start: bool = True, nova: Any = None, **kwargs: Any
+    ) -> EngineService:
+        service = EngineService(conf, db, nova or sim.client(timeout=5), **kwargs)
         if start:
             service.start()
         started.append(service)

@@ -294,7 +294,6 @@ def test_nova_timeout_ends_in_error(db, sim, engine_factory):
     seg = add_segment(db, "auto")
     h1 = add_host(db, seg, "compute-1")
     nid = notify(db, h1, "COMPUTE_HOST", HOST_DOWN)
-    engine = engine_factory(conf)
-    engine.nova = sim.client(timeout=1, get_retries=0)
+    engine_factory(conf, nova=sim.client(timeout=1, get_retries=0))
     assert wait_status(db, nid, timeout=20) == "error"
     assert details(db, nid)[1][2] == "REVERTED"

@@ -69,7 +69,7 @@ def test_notifications_of_one_host_run_one_after_the_other(db, sim, engine_facto
 
 
 def test_a_busy_hosts_queue_does_not_hide_an_idle_hosts_notification(db, sim, engine_factory):
-    from masakari.engine.service import BATCH
+    from masakari.engine.intake import BATCH
 
     sim.add_service("compute-1")
     sim.add_service("compute-2")
@@ -127,14 +127,14 @@ def test_a_failed_retry_ends_failed(db, sim, engine_factory, caplog):
     vm = sim.add_server(host="compute-1", metadata={"HA_Enabled": "True"})
     sim.fail(500, method="POST", action="os-start")
     nid = notify(db, h1, "VM", {**LIFECYCLE, "instance_uuid": vm})
-    caplog.set_level(logging.INFO, logger="masakari.engine.service")
+    caplog.set_level(logging.INFO, logger="masakari.engine.runner")
     engine_factory(make_conf(sim, process_unfinished_notifications_interval=2))
     assert wait_status(db, nid, ("failed",)) == "failed"
     # One outcome line per attempt; the first says a retry follows, the last that none does.
     outcomes = [
         (r.levelname, r.getMessage())
         for r in caplog.records
-        if r.name == "masakari.engine.service" and nid in r.getMessage() and "status" in r.msg
+        if r.name == "masakari.engine.runner" and nid in r.getMessage() and "status" in r.msg
     ]
     assert outcomes == [
         (

@@ -1,0 +1,104 @@
+"""The engine's Nova and Placement clients when they cannot be built yet: built at first use.
+
+masakari-engine starts without usable Nova credentials, as the reference's does: each call
+then fails with the NovaError of the failed build, so the recovery ends ``error`` and is
+retried, and the first call after the options were fixed builds the real client. Each class
+implements its port (:class:`~masakari.engine.ports.Nova`, :class:`~masakari.engine.plan.
+Capacities`) method by method.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
+
+from oslo_config import cfg
+
+from masakari.compute import nova
+from masakari.compute.nova import NovaClient
+from masakari.compute.placement import HostCapacity, PlacementClient
+from masakari.engine.ports import Server, Service
+
+C = TypeVar("C")
+
+
+class _Deferred(Generic[C]):
+    def __init__(self, build: Callable[[], C]) -> None:
+        self._build = build
+        self._lock = threading.Lock()
+        self._built: C | None = None
+
+    def _client(self) -> C:
+        with self._lock:
+            if self._built is None:
+                self._built = self._build()  # raises until the options work
+            return self._built
+
+
+class LazyNova(_Deferred[NovaClient]):
+    """The process's client of ``conf`` (``nova.get_client``), built by the first call that
+    can build it."""
+
+    def __init__(self, conf: cfg.ConfigOpts) -> None:
+        super().__init__(lambda: nova.get_client(conf))
+
+    def find_compute_services(self, host: str) -> list[Service]:
+        return self._client().find_compute_services(host)
+
+    def list_servers_on_host(self, host: str) -> list[Server]:
+        return self._client().list_servers_on_host(host)
+
+    def get_server(self, server_id: str) -> Server:
+        return self._client().get_server(server_id)
+
+    def list_aggregates(self) -> list[dict[str, Any]]:
+        return self._client().list_aggregates()
+
+    def list_server_groups(self) -> list[dict[str, Any]]:
+        return self._client().list_server_groups()
+
+    def disable_service(self, service_id: str, reason: str | None = None) -> None:
+        self._client().disable_service(service_id, reason)
+
+    def enable_service(self, service_id: str) -> None:
+        self._client().enable_service(service_id)
+
+    def force_down_service(self, service_id: str, forced_down: bool = True) -> None:
+        self._client().force_down_service(service_id, forced_down)
+
+    def lock_server(self, server_id: str) -> None:
+        self._client().lock_server(server_id)
+
+    def unlock_server(self, server_id: str) -> None:
+        self._client().unlock_server(server_id)
+
+    def reset_state(self, server_id: str, state: str) -> None:
+        self._client().reset_state(server_id, state)
+
+    def stop_server(self, server_id: str) -> None:
+        self._client().stop_server(server_id)
+
+    def start_server(self, server_id: str) -> None:
+        self._client().start_server(server_id)
+
+    def evacuate(self, server_id: str, host: str | None = None) -> None:
+        self._client().evacuate(server_id, host)
+
+    def add_host_to_aggregate(self, aggregate_id: Any, host: str) -> None:
+        self._client().add_host_to_aggregate(aggregate_id, host)
+
+
+class LazyPlacement(_Deferred[PlacementClient]):
+    """Placement through Nova's session (the same credentials), built at first use."""
+
+    def __init__(self, build: Callable[[], PlacementClient]) -> None:
+        super().__init__(build)
+
+    @classmethod
+    def from_conf(cls, conf: cfg.ConfigOpts) -> LazyPlacement:
+        """On the session of ``conf``'s Nova client, once that can be built."""
+        return cls(lambda: PlacementClient.from_conf(conf))
+
+    def host_capacity(self, name: str) -> HostCapacity | None:
+        return self._client().host_capacity(name)

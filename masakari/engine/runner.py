@@ -1,0 +1,158 @@
+"""One recovery run: a claimed notification through its flow to its outcome and notifications.
+
+The run acts only through its :class:`Effects` (fenced by the claim's lease). It ends in one
+of three ways: the outcome written (and the versioned notification sent), the claim released
+without an outcome (cancelled: another engine takes it over at once), or nothing written at
+all (the lease ran out: the engine that takes it over finishes it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from oslo_config import cfg
+
+from masakari import metrics, notifier
+from masakari.db import queue, statuses
+from masakari.db.database import Database
+from masakari.engine.context import RunContext
+from masakari.engine.effects import Effects
+from masakari.engine.errors import Cancelled
+from masakari.engine.host_notices import HostNotices
+from masakari.engine.hostpoll import HostPoller
+from masakari.engine.lease import Lease, LeaseLost
+from masakari.engine.plan import Capacities
+from masakari.engine.ports import Clock, Nova
+from masakari.engine.recovery import dispatch
+from masakari.engine.recovery.flow import FlowTasks
+from masakari.engine.slots import EvacuationSlots
+from masakari.engine.workers import Work
+
+LOG = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass
+class Runner:
+    """What every run of this engine shares: options, database, clients, flows."""
+
+    conf: cfg.ConfigOpts
+    db: Database
+    nova: Nova
+    placement: Capacities
+    clock: Clock
+    flows: FlowTasks
+    notifier: notifier.Notifier
+    # Gives a claim up without an outcome (the heartbeat's release).
+    release: Callable[[dict[str, int]], None]
+    slots: EvacuationSlots | None = None
+    host_poller: HostPoller | None = None
+
+    def process(self, item: Work, lease: Lease) -> str | None:
+        """Recover a notification we hold a claim on; write the outcome. Returns the status."""
+        notification_uuid = item.notification_uuid
+        with self.db.reader() as session:
+            notification = queue.get_notification(session, notification_uuid)
+        if notification is None or notification.status != statuses.RUNNING:
+            self.release({notification_uuid: item.token})
+            return None
+        fields = notifier.notification_fields(notification)
+        self.notifier.emit("notification.process.start", notifier.notification_payload(fields))
+        effects = Effects(self.db, self.nova, self.clock, lease, notification_uuid)
+        effects.host_notices = HostNotices(self.notifier)
+        effects.reported_at = notification.generated_time
+        run = RunContext(
+            conf=self.conf,
+            effects=effects,
+            clock=self.clock,
+            cancel=item.cancel,
+            slots=self.slots,
+            host_poller=self.host_poller,
+            placement=self.placement,
+        )
+        started = self.clock.monotonic()
+        try:
+            outcome = dispatch.recover(run, self.flows, notification)
+        except LeaseLost:
+            LOG.warning(
+                "Notification %s: claim not renewed in time or taken over; this engine stops "
+                "acting on it",
+                notification_uuid,
+            )
+            return None
+        except Cancelled:
+            LOG.warning("Recovery of notification %s stopped before its end", notification_uuid)
+            self.release({notification_uuid: item.token})
+            return None
+        except Exception as exc:
+            LOG.exception("Recovery of notification %s failed", notification_uuid)
+            outcome = dispatch.Outcome(statuses.ERROR)
+            run.failure = exc
+        status = outcome.status
+        if item.retry and status == statuses.ERROR:
+            # The retry loop gives a notification one more chance, then gives up on it.
+            status = statuses.FAILED
+        log_outcome(notification_uuid, status, item.retry)
+        item.finishing = True
+        try:
+            written = effects.finish(status, outcome.message)
+        except LeaseLost:
+            LOG.warning(
+                "Notification %s: the database stayed away past the claim; its outcome %s is "
+                "left to the engine that takes it over",
+                notification_uuid,
+                status,
+            )
+            return None
+        if not written:
+            LOG.warning(
+                "Notification %s was taken from this engine; its outcome %s is dropped",
+                notification_uuid,
+                status,
+            )
+            return None
+        self._notify_outcome(fields, status, run.failure)
+        metrics.recovery_finished(
+            notification.type,
+            outcome.recovery_method or "none",
+            status,
+            self.clock.monotonic() - started,
+        )
+        return status
+
+    def _notify_outcome(
+        self, fields: dict[str, Any], status: str, failure: BaseException | None
+    ) -> None:
+        # As the reference: a failed recovery sends process.error (with why) instead of end.
+        if failure is None:
+            payload = notifier.notification_payload({**fields, "status": status})
+            self.notifier.emit("notification.process.end", payload)
+            return
+        fault = notifier.exception_payload(failure)
+        payload = notifier.notification_payload({**fields, "status": status}, fault)
+        self.notifier.emit("notification.process.error", payload, error=True)
+
+
+def log_outcome(notification_uuid: str, status: str, retry: bool) -> None:
+    """One line per attempt, saying whether another attempt follows, so that an attempt's
+    error and the final failure of the same notification do not read as a contradiction."""
+    attempt = "retry" if retry else "attempt"
+    if status == statuses.FAILED:
+        LOG.error(
+            "Notification %s: recovery %s failed; final status: failed (no further retry).",
+            notification_uuid,
+            attempt,
+        )
+    elif status == statuses.ERROR:
+        LOG.warning(
+            "Notification %s: recovery %s failed; status: error (process_unfinished_notifications "
+            "retries it once).",
+            notification_uuid,
+            attempt,
+        )
+    else:
+        LOG.info(
+            "Notification %s: recovery %s ended; status: %s.", notification_uuid, attempt, status
+        )

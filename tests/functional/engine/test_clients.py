@@ -1,0 +1,38 @@
+"""The stand-ins masakari-engine uses for Nova and Placement until the credentials work."""
+
+from __future__ import annotations
+
+import pytest
+
+from masakari import conf as masakari_conf
+from masakari import exception
+from masakari.compute import nova
+from masakari.engine.clients import LazyNova, LazyPlacement
+from tests.fakes.nova import NovaSimulator
+
+
+def test_each_call_fails_until_the_credentials_work_then_builds_the_clients(
+    sim: NovaSimulator,
+) -> None:
+    sim.add_service("compute-1")
+    server = sim.add_server(host="compute-1")
+    conf = masakari_conf.for_tests(**sim.conf_overrides())
+    auth_url = conf.os_privileged_user_auth_url
+    conf.set_override("os_privileged_user_auth_url", None)
+    nova.forget_clients()
+    try:
+        lazy, placement = LazyNova(conf), LazyPlacement.from_conf(conf)
+        for _ in range(2):
+            with pytest.raises(exception.NovaError, match="os_privileged_user_auth_url"):
+                lazy.lock_server(server)
+            with pytest.raises(exception.NovaError, match="os_privileged_user_auth_url"):
+                placement.host_capacity("compute-1")
+        assert sim.nova_calls() == []
+        conf.set_override("os_privileged_user_auth_url", auth_url)
+        lazy.lock_server(server)
+        assert lazy.get_server(server)["locked"] is True
+        capacity = placement.host_capacity("compute-1")
+        assert capacity is not None and capacity.name == "compute-1"
+        assert [c["method"] for c in sim.nova_calls()] == ["POST", "GET"]
+    finally:
+        nova.forget_clients()
