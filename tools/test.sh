@@ -23,7 +23,7 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] || [ ! -x "$VENV/bin/ruff" ] \
     || [ ! -x "$VENV/bin/pytest" ] || [ ! -x "$VENV/bin/mypy" ]; then
   echo "== installing the project and its test extras into $VENV"
   "$VENV/bin/pip" install -q --upgrade pip
-  "$VENV/bin/pip" install -q -e '.[test]'
+  "$VENV/bin/pip" install -q -e '.[test,server]'
   echo "$want" > "$stamp"
 fi
 export PATH="$PWD/$VENV/bin:$PATH"
