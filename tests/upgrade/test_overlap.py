@@ -40,7 +40,7 @@ pytestmark = [
 ]
 
 # Long enough evacuations that the reference is still at it when the project's engine starts.
-EVACUATION_SECONDS = 8
+EVACUATION_SECONDS = 30
 SERVERS_PER_HOST = 3
 
 
@@ -89,6 +89,21 @@ def _statuses(db_url: str) -> dict[str, str]:
         with engine.connect() as conn:
             rows = conn.execute(sa.text("SELECT notification_uuid, status FROM notifications"))
             return {r[0]: r[1] for r in rows}
+    finally:
+        engine.dispose()
+
+
+def _wait_engine(db_url: str, timeout: float = 60) -> None:
+    """Until a project engine has written its first heartbeat."""
+    engine = sa.create_engine(db_url)
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            with engine.connect() as conn:
+                if conn.scalar(sa.text("SELECT count(*) FROM masakari_engine_heartbeats")):
+                    return
+            assert time.monotonic() < deadline, "no engine heartbeat"
+            time.sleep(0.2)
     finally:
         engine.dispose()
 
@@ -160,6 +175,10 @@ def test_old_and_new_services_overlap(tmp_path: Any, sim: NovaSimulator, db_url:
         first = _report(sim, "compute-1")
         _wait_status(db_url, first, {"running"})
         new = project(str(new_dir), new_conf, new_port)
+        _wait_engine(db_url)
+        # The new engine looked for orphans at its start: the old one is still at it.
+        time.sleep(2)
+        assert _statuses(db_url)[first] == "running"
         assert _wait_status(db_url, first, {"finished", "error", "failed"}) == "finished"
 
         # 2. A new API beside the old engine (and the new one): a report through it.
