@@ -40,6 +40,8 @@ class Rereader:
             "SIGHUP: configuration files read again; changed: %s",
             ", ".join(changed) if changed else "no mutable option",
         )
+        # As oslo.service does at a reload: every option's value, at DEBUG (secrets masked).
+        self.conf.log_opt_values(LOG, logging.DEBUG)
         return changed
 
 
