@@ -39,9 +39,10 @@ pytestmark = [
     ),
 ]
 
-# Long enough evacuations that the reference is still at it when the project's engine starts.
-EVACUATION_SECONDS = 30
-SERVERS_PER_HOST = 3
+# Long enough evacuations, two at a time, that the reference is still at it (with instances
+# not yet evacuated) when the project's engine starts.
+EVACUATION_SECONDS = 20
+SERVERS_PER_HOST = 6
 
 
 @pytest.fixture(params=["postgresql", "mysql"])
@@ -69,7 +70,10 @@ def _shared_conf(directory: str, sim: NovaSimulator, port: int, db_url: str) -> 
         text = fh.read()
     text = re.sub(r"(?m)^connection = sqlite:///.*/masakari\.db$", f"connection = {db_url}", text)
     # The reference waits this long for each evacuation to show.
-    text = text.replace("wait_period_after_evacuation = 3", "wait_period_after_evacuation = 60")
+    text = text.replace(
+        "wait_period_after_evacuation = 3",
+        "wait_period_after_evacuation = 60\nhost_failure_recovery_threads = 2",
+    )
     with open(path, "w") as fh:
         fh.write(text)
     return path
