@@ -23,7 +23,7 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] || [ ! -x "$VENV/bin/ruff" ] \
     || [ ! -x "$VENV/bin/pytest" ] || [ ! -x "$VENV/bin/mypy" ]; then
   echo "== installing the project and its test extras into $VENV"
   "$VENV/bin/pip" install -q --upgrade pip
-  "$VENV/bin/pip" install -q -e '.[test]'
+  "$VENV/bin/pip" install -q -e '.[test,server]'
   echo "$want" > "$stamp"
 fi
 export PATH="$PWD/$VENV/bin:$PATH"
@@ -42,7 +42,10 @@ if [ "${MASAKARI_SKIP_CONFORMANCE:-}" != "1" ]; then
     conformance_log=$(mktemp "${TMPDIR:-/tmp}/masakari-conformance.XXXXXX")
     # Two scenarios at a time: each is mostly process start-up, on a 2-core machine.
     # setsid: its own process group, stopped as a whole if this script exits early.
-    setsid python "$shared/conformance/run.py" --impl project --jobs 2 \
+    # MASAKARI_CONFORMANCE_BIN: the console scripts it runs, when not this virtualenv's
+    # (.ci/run: those installed under the 2026.2 upper-constraints).
+    PATH="${MASAKARI_CONFORMANCE_BIN:-$PWD/$VENV/bin}:$PATH" \
+      setsid python "$shared/conformance/run.py" --impl project --jobs 2 \
       --compare "$shared/conformance/golden" \
       --deviations tests/conformance/deviations.yaml >"$conformance_log" 2>&1 &
     conformance_pid=$!

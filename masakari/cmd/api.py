@@ -18,6 +18,12 @@ from masakari.db.database import Database
 from masakari.metrics import multiproc
 from masakari.server import application, settings
 
+# The reference's WSGI entry point: distributions' pbr-generated ``masakari-wsgi`` scripts
+# and the charm's Apache configuration import it from here.
+from masakari.wsgi.loader import initialize_application
+
+__all__ = ["initialize_application", "main"]
+
 LOG = logging.getLogger(__name__)
 
 
@@ -36,6 +42,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         LOG.error("Failed to start masakari-api: %s", exc)
         return 1
+    if not settings.strict_http():
+        LOG.info(
+            "gunicorn %s: malformed requests are dropped without a 400 and pipelined "
+            "requests are not served; gunicorn >= %s (the masakari[server] extra) does both",
+            ".".join(map(str, settings.gunicorn_version())),
+            ".".join(map(str, settings.STRICT_GUNICORN)),
+        )
     multiproc.prepare(conf)
     application.freeze_startup_objects()
     application.APIServer(conf).run()

@@ -11,7 +11,7 @@ from types import FrameType
 from oslo_config import cfg
 
 from masakari import conf as masakari_conf
-from masakari import exception
+from masakari import exception, reload
 from masakari.compute import nova
 from masakari.compute.placement import PlacementClient
 from masakari.db.database import Database
@@ -56,12 +56,14 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    hangup = reload.OnHangup(conf)
+    hangup.install()
     if conf.metrics.engine_port:
         serve.start_listener(conf, conf.metrics.engine_port, lambda: db)
     service.start()
     try:
         while not stop.wait(1.0):
-            pass
+            hangup.apply()
     finally:
         service.stop()
         db.dispose()

@@ -12,8 +12,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy import orm
 
-from masakari.db import holds
-from masakari.db.models import Notification, NotificationClaim
+from masakari.db import holds, models
+from masakari.db.models import Notification, NotificationClaim, VMove
 from masakari.db.statuses import ERROR, HELD, NEW, RUNNING
 
 
@@ -201,8 +201,32 @@ def takeover_candidates(session: orm.Session, now: datetime.datetime, limit: int
     return [r.notification_uuid for r in rows]
 
 
-def orphan_candidates(session: orm.Session, limit: int) -> list[str]:
-    """Running notifications nobody claims: left by an engine of the reference, or by hand."""
+# How long a running notification nobody claims must have been left unchanged before an engine
+# takes it over. An engine of the reference (during a rolling upgrade) claims nothing but
+# writes the notification when it starts a recovery and each vmove as an evacuation moves on;
+# between those writes it only waits on Nova, at most the sum of its waits at their defaults
+# (wait_period_after_service_update 180 s, _after_power_off 180 s, _after_power_on 60 s,
+# _after_evacuation 90 s: 510 s). Ten minutes outlasts that with a margin for Nova's own
+# slowness; a live reference engine's recovery is never taken (docs/upgrade.md).
+ORPHAN_QUIET_PERIOD = datetime.timedelta(minutes=10)
+
+
+def _last_change(table: Any) -> Any:
+    return sa.func.coalesce(table.updated_at, table.created_at)
+
+
+def orphan_candidates(
+    session: orm.Session, limit: int, quiet_before: datetime.datetime | None = None
+) -> list[str]:
+    """Running notifications nobody claims, unchanged since ``quiet_before`` (default:
+    ORPHAN_QUIET_PERIOD ago), and none of whose vmoves changed since: left by an engine of
+    the reference that stopped, or by hand."""
+    if quiet_before is None:
+        quiet_before = models.utcnow() - ORPHAN_QUIET_PERIOD
+    vmove_moved = sa.exists().where(
+        VMove.notification_uuid == Notification.notification_uuid,
+        _last_change(VMove) >= quiet_before,
+    )
     rows = session.execute(
         sa.select(Notification.notification_uuid)
         .outerjoin(
@@ -213,6 +237,8 @@ def orphan_candidates(session: orm.Session, limit: int) -> list[str]:
             Notification.status == RUNNING,
             Notification.deleted == 0,
             NotificationClaim.notification_uuid.is_(None),
+            _last_change(Notification) < quiet_before,
+            ~vmove_moved,
         )
         .order_by(Notification.id)
         .limit(limit)

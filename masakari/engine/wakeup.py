@@ -13,7 +13,6 @@ cast of the reference's masakari-api during an upgrade also wakes an engine of t
 
 from __future__ import annotations
 
-import importlib
 import logging
 import os
 import queue
@@ -65,20 +64,16 @@ def _messaging() -> Any:
     return oslo_messaging
 
 
-# Option groups oslo.messaging's RPC client reads but registers on its global configuration
-# only (and lists in no option list): (module, attribute, group), as its own test fixture
-# registers them.
-_UNLISTED_OPTS = (
-    ("oslo_messaging._metrics.client", "oslo_messaging_metrics", "oslo_messaging_metrics"),
-    ("oslo_messaging._tracing.client", "oslo_messaging_tracing", "oslo_messaging_tracing"),
-)
-
-
 def _transport(conf: cfg.ConfigOpts) -> Any:
     messaging = _messaging()
-    for module, attribute, group in _UNLISTED_OPTS:
-        if group not in conf:
-            conf.register_opts(getattr(importlib.import_module(module), attribute), group=group)
+    # The RPC client and server read option groups (oslo_messaging_metrics, and
+    # oslo_messaging_tracing from 18.3) that oslo.messaging registers on its global
+    # configuration only. ConfFixture is its public way to register every option the
+    # installed release reads on another ConfigOpts; only its constructor runs (it does not
+    # set anything up as a fixture).
+    from oslo_messaging import conffixture
+
+    conffixture.ConfFixture(conf)
     return messaging.get_rpc_transport(conf)
 
 

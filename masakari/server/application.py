@@ -10,6 +10,7 @@ from gunicorn.app.base import BaseApplication
 from oslo_config import cfg
 from oslo_middleware import opts as middleware_opts
 
+from masakari import reload
 from masakari.api import app as api_app
 from masakari.db.database import Database
 from masakari.metrics import multiproc, serve
@@ -21,7 +22,15 @@ class APIServer(BaseApplication):  # type: ignore[misc]  # gunicorn is untyped
 
     def __init__(self, conf: cfg.ConfigOpts) -> None:
         self.conf = conf
+        self._rereader = reload.Rereader(conf)
         super().__init__(prog="masakari-api")
+
+    def reload(self) -> None:
+        """gunicorn's SIGHUP, in the arbiter: the mutable options (log levels) are read
+        again here, then gunicorn replaces every worker gracefully; the new ones build the
+        application afresh, and read the policy file again."""
+        self._rereader.reread()
+        super().reload()
 
     def load_config(self) -> None:
         values = settings.gunicorn_settings(self.conf)

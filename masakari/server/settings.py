@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import gunicorn
 from oslo_config import cfg
 
 # gunicorn's asyncio worker: connections wait in its event loop, idle or half-sent, at no
@@ -15,6 +16,23 @@ from oslo_config import cfg
 # also refuses chunk sizes that overflow 64 bits, which the pure-Python parser accepts.
 WORKER_CLASS = "gunicorn.workers.gasgi.ASGIWorker"
 HTTP_PARSER = "fast"
+
+# The first gunicorn whose asyncio worker answers malformed framing with one 400 and closes,
+# serves pipelined requests and says "Connection: close" when it closes. Older releases (the
+# ones OpenStack's upper-constraints pin: 25.2.0, 26.0.0) still keep idle and half-sent
+# connections off the threads and never pass an ambiguous request on, but close such a
+# connection without an answer and drop the second of two pipelined requests
+# (docs/deployment.md, "The HTTP server"; the `server` extra installs the newer one).
+STRICT_GUNICORN = (27, 0, 1)
+
+
+def gunicorn_version() -> tuple[int, ...]:
+    return tuple(int(part) for part in gunicorn.__version__.split(".")[:3] if part.isdigit())
+
+
+def strict_http() -> bool:
+    return gunicorn_version() >= STRICT_GUNICORN
+
 
 # Threads per worker process that run the application. The reference's
 # [wsgi]/default_pool_size counts green threads, which cost nothing; real threads are capped.

@@ -15,7 +15,7 @@ import uuid
 import pytest
 import sqlalchemy as sa
 
-from masakari.db import claims, guards, queue
+from masakari.db import claims, guards, models, queue
 from masakari.db.database import DUPLICATE_ERRORS, Database, transaction
 from masakari.db.models import HostGuard, Notification, NotificationClaim
 from tests.db import rows
@@ -452,6 +452,44 @@ def test_concurrent_takeovers_one_winner(db, db_url, orphan):
     assert _claim_row(db, nid) == (f"e{winner}", winner + 1, until, 0)
 
 
+def test_a_running_notification_whose_vmoves_move_is_no_orphan(db):
+    # What an engine of the reference writes while it evacuates: the vmoves, not the
+    # notification. A vmove changed within the quiet period keeps the notification its.
+    _, hosts = _segment_with_hosts(db, "h1")
+    nid = _notify(db, hosts["h1"], status="running")
+    long_ago = models.utcnow() - queue.ORPHAN_QUIET_PERIOD - datetime.timedelta(minutes=1)
+    transaction(
+        db,
+        lambda s: s.execute(
+            sa.update(Notification)
+            .where(Notification.notification_uuid == nid)
+            .values(created_at=long_ago, updated_at=long_ago)
+        ),
+    )
+    with db.reader() as s:
+        assert queue.orphan_candidates(s, 10) == [nid]
+    vmove = models.VMove(
+        uuid=str(uuid.uuid4()),
+        notification_uuid=nid,
+        instance_uuid=str(uuid.uuid4()),
+        instance_name="vm",
+        status="ongoing",
+    )
+    transaction(db, lambda s: s.add(vmove))
+    with db.reader() as s:
+        assert queue.orphan_candidates(s, 10) == []
+    transaction(
+        db,
+        lambda s: s.execute(
+            sa.update(models.VMove)
+            .where(models.VMove.notification_uuid == nid)
+            .values(created_at=long_ago, updated_at=long_ago)
+        ),
+    )
+    with db.reader() as s:
+        assert queue.orphan_candidates(s, 10) == [nid]
+
+
 def test_release_lets_another_engine_take_over_at_once(db):
     _, hosts = _segment_with_hosts(db, "h1")
     nid = _notify(db, hosts["h1"])
@@ -469,12 +507,15 @@ def test_release_lets_another_engine_take_over_at_once(db):
 def test_orphans_are_running_rows_without_claim(db):
     _, hosts = _segment_with_hosts(db, "h1")
     orphan = _notify(db, hosts["h1"], status="running")
+    quiet = models.utcnow() + datetime.timedelta(seconds=1)
     with db.reader() as s:
-        assert queue.orphan_candidates(s, 10) == [orphan]
+        # Changed within the quiet period (a live engine of the reference may be on it).
+        assert queue.orphan_candidates(s, 10) == []
+        assert queue.orphan_candidates(s, 10, quiet_before=quiet) == [orphan]
     assert transaction(db, lambda s: claims.take_over(s, orphan, "b", 1, T0, LATER))
     assert _claim_row(db, orphan) == ("b", 1, LATER, 0)
     with db.reader() as s:
-        assert queue.orphan_candidates(s, 10) == []
+        assert queue.orphan_candidates(s, 10, quiet_before=quiet) == []
     # Taken now: a second takeover finds a live claim and leaves it.
     assert not transaction(db, lambda s: claims.take_over(s, orphan, "c", 1, T0, LATER))
     assert _claim_row(db, orphan)[:2] == ("b", 1)

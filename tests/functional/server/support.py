@@ -12,7 +12,13 @@ import subprocess
 import sys
 import time
 
+from masakari.server import settings
+
 BINDIR = os.path.dirname(sys.executable)
+
+# The installed gunicorn answers malformed framing with a 400 and serves pipelined requests
+# (the `server` extra); the upper-constraints' gunicorn does neither (docs/deployment.md).
+STRICT = settings.strict_http()
 
 
 def free_port() -> int:

@@ -6,7 +6,9 @@ import json
 import socket
 import time
 
-from tests.functional.server.support import APIProcess, request
+import pytest
+
+from tests.functional.server.support import STRICT, APIProcess, request
 
 IDLE = 500
 HALF_SENT = 100
@@ -42,6 +44,19 @@ def test_idle_and_half_sent_connections_leave_the_api_reachable(api: APIProcess)
             sock.close()
 
 
+def test_keep_alive_connection_serves_requests_one_after_the_other(api: APIProcess) -> None:
+    with socket.create_connection(("127.0.0.1", api.port), timeout=5) as sock:
+        for _ in range(3):
+            sock.sendall(b"GET /v1/segments HTTP/1.1\r\nHost: x\r\n\r\n")
+            received = b""
+            while not received.endswith(b'{"segments": []}'):
+                chunk = sock.recv(65536)
+                assert chunk, received
+                received += chunk
+            assert received.startswith(b"HTTP/1.1 200")
+
+
+@pytest.mark.skipif(not STRICT, reason="the upper-constraints' gunicorn does not pipeline")
 def test_keep_alive_connection_serves_several_requests(api: APIProcess) -> None:
     with socket.create_connection(("127.0.0.1", api.port), timeout=5) as sock:
         get = b"GET /v1/segments HTTP/1.1\r\nHost: x\r\n\r\n"

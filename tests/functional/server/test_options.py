@@ -9,7 +9,8 @@ import subprocess
 
 import pytest
 
-from tests.functional.server.support import APIProcess
+from masakari.server import settings
+from tests.functional.server.support import STRICT, APIProcess
 
 
 @pytest.fixture
@@ -62,13 +63,22 @@ def test_tls_no_keep_alive_and_header_line_limit(tls_api: APIProcess) -> None:
     response = conn.getresponse()
     assert response.status == 200
     assert response.read() == b'{"segments": []}'
-    # keep_alive = false: the server closes after each response.
-    assert response.getheader("Connection") == "close"
+    # keep_alive = false: the server closes after each response (and says so, from
+    # gunicorn 27.0.1 on).
+    if STRICT:
+        assert response.getheader("Connection") == "close"
+    else:
+        assert conn.sock is not None and conn.sock.recv(1) == b""
     conn.close()
 
     conn = http.client.HTTPSConnection("127.0.0.1", tls_api.port, context=context, timeout=5)
     conn.request("GET", "/v1/segments", headers={"X-Long": "a" * 300})
-    assert conn.getresponse().status == 431
+    if settings.gunicorn_version() >= (26, 0, 0):
+        assert conn.getresponse().status == 431
+    else:
+        # gunicorn 25.2.0 refuses the line by closing the connection.
+        with pytest.raises(http.client.RemoteDisconnected):
+            conn.getresponse()
     conn.close()
 
     plain = http.client.HTTPConnection("127.0.0.1", tls_api.port, timeout=5)
