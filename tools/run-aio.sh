@@ -24,7 +24,7 @@ VENV=${VENV:-.venv}
 if [ ! -x "$VENV/bin/masakari-api" ]; then
   python3 -m venv "$VENV"
   "$VENV/bin/pip" install -q --upgrade pip
-  "$VENV/bin/pip" install -q -e .
+  "$VENV/bin/pip" install -q -e '.[server]'
 fi
 case $VENV in /*) ;; *) VENV=$root/$VENV ;; esac
 export PATH="$VENV/bin:$PATH"
