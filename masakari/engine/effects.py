@@ -25,7 +25,6 @@ from typing import Any, TypeVar
 from sqlalchemy import orm
 
 from masakari import exception, metrics
-from masakari.compute.nova import send_guard
 from masakari.db import claims, failures, hosts, instances, progress, slots, spares, vmoves
 from masakari.db import statuses as st
 from masakari.db.database import Database, read, transaction
@@ -33,7 +32,8 @@ from masakari.db.hosts import RecoveryHost
 from masakari.db.instances import Plan
 from masakari.db.vmoves import VMoveData
 from masakari.engine.lease import Lease, LeaseLost
-from masakari.engine.ports import Clock, Nova, NovaReads, Server, Service
+from masakari.engine.nova_effects import LeasedReads, NovaChanges, guarded
+from masakari.engine.ports import Clock, Nova, Server
 
 T = TypeVar("T")
 
@@ -45,15 +45,8 @@ __all__ = [
     "RecoveryHost",
     "TaskNote",
     "VMoveData",
+    "guarded",
 ]
-
-
-def guarded(lease: Lease, call: Callable[[], T]) -> T:
-    """A Nova call made only while the lease runs: checked now, and again by the transport
-    right before the request is sent (after token and endpoint work that can take time)."""
-    lease.check()
-    with send_guard(lease.check):
-        return call()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,31 +61,7 @@ class TaskNote:
     detail: dict[str, str] | None
 
 
-class LeasedReads:
-    """Nova reads for a run: refused too once the lease is over (the run has no business left
-    with Nova, and another engine may be recovering the same instances)."""
-
-    def __init__(self, nova: NovaReads, lease: Lease) -> None:
-        self._nova = nova
-        self._lease = lease
-
-    def find_compute_services(self, host: str) -> list[Service]:
-        return guarded(self._lease, lambda: self._nova.find_compute_services(host))
-
-    def list_servers_on_host(self, host: str) -> list[Server]:
-        return guarded(self._lease, lambda: self._nova.list_servers_on_host(host))
-
-    def get_server(self, server_id: str) -> Server:
-        return guarded(self._lease, lambda: self._nova.get_server(server_id))
-
-    def list_aggregates(self) -> list[dict[str, Any]]:
-        return guarded(self._lease, lambda: self._nova.list_aggregates())
-
-    def list_server_groups(self) -> list[dict[str, Any]]:
-        return guarded(self._lease, lambda: self._nova.list_server_groups())
-
-
-class Effects:
+class Effects(NovaChanges):
     """The reads and the fenced changes of one run of one notification."""
 
     def __init__(
@@ -130,9 +99,6 @@ class Effects:
 
     def _read(self, fn: Callable[[orm.Session], T]) -> T:
         return read(self._db, fn, retry_while=self.lease.check)
-
-    def _nova_call(self, call: Callable[[], T]) -> T:
-        return guarded(self.lease, call)
 
     # --- reads -------------------------------------------------------------------------------
 
@@ -383,19 +349,7 @@ class Effects:
 
         return transaction(self._db, finish, retry_while=self.lease.check)
 
-    # --- Nova changes ----------------------------------------------------------------------------
-
-    def disable_service(self, service_id: str, reason: str | None) -> None:
-        self._nova_call(lambda: self._nova.disable_service(service_id, reason))
-
-    def enable_service(self, service_id: str) -> None:
-        self._nova_call(lambda: self._nova.enable_service(service_id))
-
-    def force_down_service(self, service_id: str) -> None:
-        self._nova_call(lambda: self._nova.force_down_service(service_id, True))
-
-    def unset_forced_down(self, service_id: str) -> None:
-        self._nova_call(lambda: self._nova.force_down_service(service_id, False))
+    # --- Nova changes that the database records (the others: NovaChanges) -------------------
 
     def clear_maintenance(self, host_uuid: str) -> bool:
         return self._write(lambda session: hosts.clear_maintenance(session, host_uuid))
@@ -414,29 +368,17 @@ class Effects:
                 raise
         self._write(lambda s: instances.forget_lock(s, instance_uuid))
 
-    def reset_state(self, instance_uuid: str, state: str) -> None:
-        self._nova_call(lambda: self._nova.reset_state(instance_uuid, state))
-
-    def stop_server(self, instance_uuid: str) -> None:
-        """Stop; recorded first, so that an engine taking over knows what was asked."""
-        self._note(instance_uuid, "stop")
-        self._nova_call(lambda: self._nova.stop_server(instance_uuid))
-
-    def start_server(self, instance_uuid: str) -> None:
-        """Start; recorded first: an engine taking over does not restart it a second time."""
-        self._note(instance_uuid, "start")
-        self._nova_call(lambda: self._nova.start_server(instance_uuid))
-
     def _note(self, instance_uuid: str, action: str) -> None:
         self._write(
             lambda s: instances.note_action(s, self.notification_uuid, instance_uuid, action)
         )
 
+    def _evacuated_from(self, instance_uuid: str) -> str | None:
+        ongoing = self.vmoves(statuses=[st.VMOVE_ONGOING])
+        return next((v.source_host for v in ongoing if v.instance_uuid == instance_uuid), None)
+
     def evacuate(self, instance_uuid: str, host: str | None) -> None:
         if self.reported_at is not None:
             metrics.first_evacuation((self._clock.now() - self.reported_at).total_seconds())
             self.reported_at = None
-        self._nova_call(lambda: self._nova.evacuate(instance_uuid, host=host))
-
-    def add_host_to_aggregate(self, aggregate_id: Any, host: str) -> None:
-        self._nova_call(lambda: self._nova.add_host_to_aggregate(aggregate_id, host))
+        self.send_evacuate(instance_uuid, host)

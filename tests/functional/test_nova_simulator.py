@@ -11,6 +11,7 @@ import requests
 
 from masakari import exception
 from masakari.compute.nova import NovaClient, NovaRequestError
+from masakari.compute.retry import Policy
 from tests.fakes.nova import (
     ADMIN_PROJECT_ID,
     ADMIN_TOKEN,
@@ -20,6 +21,9 @@ from tests.fakes.nova import (
 )
 
 VM = "b2000000-0000-4000-8000-000000000001"
+
+# The simulator's answers as they come: no client retry hides one.
+FAST = Policy(connect_retries=0, retries=0)
 
 
 @pytest.fixture
@@ -38,7 +42,7 @@ def sim(clock: FakeClock) -> Iterator[NovaSimulator]:
 
 @pytest.fixture
 def nova(sim: NovaSimulator) -> NovaClient:
-    return sim.client(timeout=5, retry_delay=0.01)
+    return sim.client(timeout=5, policy=FAST)
 
 
 def _status(call: Any) -> int | None:
@@ -319,7 +323,7 @@ def test_state_faults(sim: NovaSimulator, clock: FakeClock, nova: NovaClient) ->
 
 def test_slow_answers_still_take_effect(sim: NovaSimulator) -> None:
     sim.slow(0.3, action="lock", times=1)
-    nova = sim.client(timeout=0.1)
+    nova = sim.client(timeout=0.1, policy=FAST)
     assert _status(lambda: nova.lock_server(VM)) is None
     nova = sim.client(timeout=5)
     # the slow request is processed once its delay is over

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from masakari.compute.retry import Policy
 from tests.functional.engine.conftest import (
     HOST_DOWN,
     add_host,
@@ -295,6 +296,6 @@ def test_nova_timeout_ends_in_error(db, sim, engine_factory):
     h1 = add_host(db, seg, "compute-1")
     nid = notify(db, h1, "COMPUTE_HOST", HOST_DOWN)
     engine = engine_factory(conf)
-    engine.nova = sim.client(timeout=1, get_retries=0)
+    engine.nova = sim.client(timeout=1, policy=Policy(retries=0))
     assert wait_status(db, nid, timeout=20) == "error"
     assert details(db, nid)[1][2] == "REVERTED"
