@@ -13,7 +13,7 @@ from oslo_config import cfg
 
 from masakari import conf as masakari_conf
 from masakari import exception
-from masakari.compute import nova
+from masakari.compute import nova, retry
 from masakari.db.database import Database
 from masakari.engine import logtag, tasks
 from masakari.engine.service import EngineService
@@ -68,7 +68,7 @@ def _nova_client(conf: cfg.ConfigOpts) -> nova.NovaClient:
     """The Nova client; without usable credentials the engine still starts, as the
     reference's does, and says so: each recovery that needs Nova fails and is retried."""
     try:
-        return nova.get_client(conf)
+        return nova.get_client(conf, retry.ENGINE)
     except nova.NovaNotConfigured as exc:
         LOG.error("%s Every recovery fails (and is retried) until they are set.", exc)
     except exception.NovaError as exc:
