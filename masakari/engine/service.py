@@ -28,7 +28,7 @@ from masakari import coordination, exception, metrics, notifier
 from masakari.db import claims, database, engines, queue, statuses
 from masakari.db.database import Database, transaction
 from masakari.db.queue import Candidate
-from masakari.engine import logtag, tasks, wakeup
+from masakari.engine import locks, logtag, tasks, wakeup
 from masakari.engine.context import RunContext
 from masakari.engine.effects import Effects
 from masakari.engine.errors import Cancelled
@@ -145,6 +145,9 @@ class EngineService:
             else None
         )
         self._threads: list[threading.Thread] = []
+        self.locks = locks.LockReconciler(
+            db, lambda: self.nova, self.clock.now, self.clock.monotonic
+        )
         # Optional backends: a cast that ends the poll's wait early, and the election of the
         # engine that runs the periodic tasks. Neither is needed for correctness.
         self._listener = wakeup.listener(conf, self.wake)
@@ -220,6 +223,7 @@ class EngineService:
                 self._sweep_due = False
                 next_sweep = now + self.sweep_interval
                 self._guard(self.sweep)
+            self.locks.tick()
             leads = periodic and self.leadership.runs_periodic_tasks()
             if periodic and now >= next_retry:
                 next_retry = now + conf.process_unfinished_notifications_interval
