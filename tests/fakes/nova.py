@@ -26,6 +26,7 @@ import json
 import random
 import socket
 import struct
+import sys
 import threading
 import time
 import uuid
@@ -324,6 +325,11 @@ class _Server(ThreadingHTTPServer):
         if sim.backlog is not None:
             self.request_queue_size = sim.backlog
         super().__init__(address, handler)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that gave up (a late answer, a reset) is no simulator error."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
     def verify_request(self, request: Any, client_address: Any) -> bool:
         """Beyond ``max_connections`` open ones, a new connection is reset unread."""
