@@ -315,6 +315,9 @@ def _reset(sock: socket.socket) -> None:
         pass
 
 
+IDLE_TIMEOUT = 2.0
+
+
 class _Server(ThreadingHTTPServer):
     # A listen backlog like a real API server's: the standard library's 5 refuses
     # connections when a rack's recoveries call at once.
@@ -332,21 +335,22 @@ class _Server(ThreadingHTTPServer):
             super().handle_error(request, client_address)
 
     def verify_request(self, request: Any, client_address: Any) -> bool:
-        """Beyond ``max_connections`` open ones, a new connection is reset unread."""
+        """With ``max_connections`` open ones, the next is not served until one closes; the
+        accept loop waits meanwhile, so that new connections queue in the listen backlog,
+        and beyond it the kernel drops them (the client's connect times out)."""
         limit = self.sim.max_connections
-        with self.sim.lock:
-            if limit is None or self.sim.open_connections < limit:
-                self.sim.open_connections += 1
-                return True
-            self.sim.refused_connections += 1
-        _reset(request)
-        request.close()
-        return False
+        with self.sim.connection_slots:
+            if limit is not None and self.sim.open_connections >= limit:
+                self.sim.queued_connections += 1
+                while self.sim.open_connections >= limit and not self.sim._stopping.is_set():
+                    self.sim.connection_slots.wait(0.05)
+            self.sim.open_connections += 1
+        return True
 
     def shutdown_request(self, request: Any) -> None:
-        if request.fileno() != -1:  # a refused one is closed already
-            with self.sim.lock:
-                self.sim.open_connections -= 1
+        with self.sim.connection_slots:
+            self.sim.open_connections -= 1
+            self.sim.connection_slots.notify()
         super().shutdown_request(request)
 
 
@@ -370,12 +374,14 @@ class NovaSimulator:
         max_connections: int | None = None,
     ) -> None:
         self.clock: Clock = clock or RealClock()
-        # The listen backlog, and how many connections are served at once: more are reset
-        # as soon as accepted (a proxy's maxconn). None: the defaults, no limit.
+        # The listen backlog, and how many connections are served at once (more wait in the
+        # backlog, and beyond it are dropped by the kernel); an idle keep-alive connection is
+        # then closed after IDLE_TIMEOUT, as a real API server does. None: no limit.
         self.backlog = backlog
         self.max_connections = max_connections
         self.open_connections = 0
-        self.refused_connections = 0
+        self.queued_connections = 0  # connections that had to wait for a free one
+        self.connection_slots = threading.Condition()
         # The flaky mode (see flaky()); its draws come from a generator of their own.
         self.flakiness: Flaky | None = None
         self._flaky_rng = random.Random(0)
@@ -775,6 +781,17 @@ class NovaSimulator:
             on = reset or unavailable or late
             self.flakiness = Flaky(reset, unavailable, late, late_seconds) if on else None
             self._flaky_rng = random.Random(seed)
+
+    def limit_connections(self, max_connections: int | None, backlog: int | None = None) -> None:
+        """Serve at most ``max_connections`` at once, with a listen backlog of ``backlog``
+        (a running simulator listens again with it)."""
+        with self.connection_slots:
+            self.max_connections = max_connections
+            self.connection_slots.notify_all()
+        if backlog is not None:
+            self.backlog = backlog
+            if self._httpd is not None:
+                self._httpd.socket.listen(backlog)
 
     def roll_flaky(self) -> str | None:
         with self.lock:
@@ -1355,6 +1372,11 @@ def _handler_for(sim: NovaSimulator) -> type[BaseHTTPRequestHandler]:
         # headers and body go out in two writes: without this, Nagle's algorithm and the
         # client's delayed ACK add 40 ms to every call
         disable_nagle_algorithm = True
+
+        def setup(self) -> None:
+            if sim.max_connections is not None:
+                self.timeout = IDLE_TIMEOUT  # frees the connection of an idle client
+            super().setup()
 
         def log_message(self, format: str, *args: Any) -> None:
             pass

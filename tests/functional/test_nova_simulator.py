@@ -12,6 +12,7 @@ import requests
 from masakari import exception
 from masakari.compute.nova import NovaClient, NovaRequestError
 from masakari.compute.retry import Policy
+from tests.fakes import nova as fake_nova
 from tests.fakes.nova import (
     ADMIN_PROJECT_ID,
     ADMIN_TOKEN,
@@ -496,13 +497,14 @@ def test_flaky_evacuations_are_counted_when_acted_on(sim: NovaSimulator) -> None
     assert sim.evacuations_accepted == {vm: 1}
 
 
-def test_connections_beyond_the_limit_are_reset() -> None:
+def test_connections_beyond_the_limit_wait_for_a_free_one() -> None:
     with NovaSimulator(max_connections=1) as sim:
         sim.add_service("compute-1")
         held = sim.client(policy=FAST)
         held.find_compute_services("compute-1")  # keeps its connection open (keep-alive)
-        other = sim.client(policy=FAST)
-        with pytest.raises(exception.NovaError) as err:
-            other.find_compute_services("compute-1")
-        assert err.value.status is None
-        assert sim.refused_connections >= 1
+        other = sim.client(timeout=10, policy=FAST)
+        started = time.monotonic()
+        assert other.find_compute_services("compute-1")
+        # served once the idle one was closed by the server
+        assert time.monotonic() - started >= fake_nova.IDLE_TIMEOUT * 0.9
+        assert sim.queued_connections >= 1
