@@ -132,7 +132,9 @@ _attempts: contextvars.ContextVar[_Attempts | None] = contextvars.ContextVar(
 
 
 class _CountingRetry(urllib3_retry.Retry):
-    def increment(self, *args: Any, **kwargs: Any) -> urllib3_retry.Retry:
+    def increment(  # type: ignore[override]
+        self, *args: Any, **kwargs: Any
+    ) -> urllib3_retry.Retry:
         new = super().increment(*args, **kwargs)  # raises once exhausted
         attempts = _attempts.get()
         if attempts is not None:
