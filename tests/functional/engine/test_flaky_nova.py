@@ -155,7 +155,15 @@ def _run(drill: Drill, timeout: float) -> dict[str, Any]:
                 if c.fault
             }
         )
+    why = {
+        nid: drill.dep.request("GET", f"/v1/notifications/{nid}", version="1.4")
+        .json["notification"]
+        .get("failure_reason")
+        for nid, status in drill.statuses(nids).items()
+        if status != "finished"
+    }
     numbers = {
+        "why": why,
         "notifications": len(nids),
         "statuses": sorted(drill.statuses(nids).values()),
         "evacuations": dict(drill.sim.evacuations_accepted),
