@@ -282,7 +282,8 @@ class _GuardedHTTPSPool(urllib3.HTTPSConnectionPool):
 
 class _GuardedHTTPAdapter(requests.adapters.HTTPAdapter):
     def send(self, request: Any, *args: Any, **kwargs: Any) -> Any:
-        retry.sent()
+        if not str(request.url).endswith("/auth/tokens"):  # a token fetched meanwhile is none
+            retry.sent()
         return super().send(request, *args, **kwargs)
 
     def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:

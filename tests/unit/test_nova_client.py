@@ -525,3 +525,24 @@ def test_deferred_client_fails_each_call_until_credentials_work(sim: NovaSimulat
     conf.set_override("os_privileged_user_auth_url", auth_url)
     assert deferred.get_server(SERVER)["id"] == SERVER
     nova.forget_clients()
+
+
+def _count(counter: Any, operation: str) -> float:
+    return float(counter.labels(operation)._value.get())
+
+
+def test_retries_and_give_ups_are_counted_by_operation(sim: NovaSimulator) -> None:
+    from masakari import metrics
+
+    counters = metrics.instruments()
+    op = "GET /servers/{id}"
+    retried, gave_up = _count(counters.nova_retries, op), _count(counters.nova_give_ups, op)
+    sim.fail(503, method="GET", times=1)
+    client = sim.client(policy=Policy(retries=2, delay=0.01))
+    client.get_server(SERVER)
+    assert _count(counters.nova_retries, op) == retried + 1
+    sim.fail(503, method="GET", times=3)
+    with pytest.raises(NovaRequestError):
+        client.get_server(SERVER)
+    assert _count(counters.nova_retries, op) == retried + 3
+    assert _count(counters.nova_give_ups, op) == gave_up + 1
