@@ -594,6 +594,16 @@ def get_client(conf: cfg.ConfigOpts, policy: retry.Policy = retry.INTERACTIVE) -
         return entry[2]
 
 
+def shared_client(conf: cfg.ConfigOpts) -> NovaClient:
+    """A client already built for ``conf`` in this process, whatever its retry policy (the
+    engine's), else :func:`get_client`'s: for Placement, which shares its session and token."""
+    with _clients_lock:
+        for (conf_id, _), (pid, built_for, client) in _clients.items():
+            if conf_id == id(conf) and pid == os.getpid() and built_for is conf:
+                return client
+    return get_client(conf)
+
+
 def forget_clients() -> None:
     """Drops the cached clients (tests that change the options of one conf object)."""
     with _clients_lock:

@@ -98,9 +98,10 @@ class PlacementClient:
 
     @classmethod
     def from_conf(cls, conf: cfg.ConfigOpts) -> PlacementClient:
-        """Through the process's Nova client session, at Nova's interface and region."""
+        """Through the process's Nova client session (the engine's, with its retry policy, in
+        masakari-engine), at Nova's interface and region."""
         interface = conf.nova_catalog_admin_info.split(":")[2]
-        client = nova.get_client(conf)
+        client = nova.shared_client(conf)
         return cls(
             client.session,
             interface=interface,
