@@ -13,6 +13,7 @@ Errors (all raised with the keystoneauth exception chained)::
 shows it in faults.
 
 Server fields are read through :class:`Server` (``Server.of(client.get_server(id))``).
+What is retried, and how often, is :mod:`masakari.compute.retry`'s (docs/nova.md, "Retries").
 """
 
 from __future__ import annotations
