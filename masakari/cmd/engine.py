@@ -12,7 +12,7 @@ from oslo_config import cfg
 
 from masakari import conf as masakari_conf
 from masakari import exception, reload
-from masakari.compute import nova
+from masakari.compute import nova, retry
 from masakari.compute.placement import PlacementClient
 from masakari.db.database import Database
 from masakari.engine import logtag, tasks
@@ -75,7 +75,7 @@ def _clients(conf: cfg.ConfigOpts) -> tuple[Nova, Capacities]:
     starts, as the reference's does, and says so: each recovery that needs Nova fails and is
     retried, and the first call after the options work builds the clients."""
     try:
-        client = nova.get_client(conf)
+        client = nova.get_client(conf, retry.ENGINE)
     except nova.NovaNotConfigured as exc:
         LOG.error("%s Every recovery fails (and is retried) until they are set.", exc)
     except exception.NovaError as exc:

@@ -13,6 +13,7 @@ Errors (all raised with the keystoneauth exception chained)::
 shows it in faults.
 
 Server fields are read through :class:`Server` (``Server.of(client.get_server(id))``).
+What is retried, and how often, is :mod:`masakari.compute.retry`'s (docs/nova.md, "Retries").
 """
 
 from __future__ import annotations
@@ -40,15 +41,12 @@ from keystoneauth1 import session as ks_session
 from oslo_config import cfg
 
 from masakari import exception, metrics
+from masakari.compute import retry
 
 LOG = logging.getLogger(__name__)
 
 # 2.53: services are addressed by UUID (PUT /os-services/{uuid}); the reference pins it too.
 NOVA_API_VERSION = "2.53"
-# Connection failures and timeouts are retried for GETs only: a POST evacuate that timed out
-# may have been carried out, and sending it again would be refused or worse.
-GET_RETRIES = 2
-RETRY_DELAY = 0.5
 
 Query = Sequence[tuple[str, str]]
 
@@ -284,6 +282,11 @@ class _GuardedHTTPSPool(urllib3.HTTPSConnectionPool):
 
 
 class _GuardedHTTPAdapter(requests.adapters.HTTPAdapter):
+    def send(self, request: Any, *args: Any, **kwargs: Any) -> Any:
+        if not str(request.url).endswith("/auth/tokens"):  # a token fetched meanwhile is none
+            retry.sent()
+        return super().send(request, *args, **kwargs)
+
     def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
         super().init_poolmanager(*args, **kwargs)
         self.poolmanager.pool_classes_by_scheme = {
@@ -297,9 +300,12 @@ class _GuardedHTTPAdapter(requests.adapters.HTTPAdapter):
 POOL_SIZE = 64
 
 
-def _guard_transport(session: ks_session.Session) -> None:
+def _guard_transport(session: ks_session.Session, policy: retry.Policy) -> None:
     for prefix in ("http://", "https://"):
-        session.session.mount(prefix, _GuardedHTTPAdapter(pool_maxsize=POOL_SIZE))
+        session.session.mount(
+            prefix,
+            _GuardedHTTPAdapter(pool_maxsize=POOL_SIZE, max_retries=policy.transport_retry()),
+        )
 
 
 class NovaClient:
@@ -314,12 +320,13 @@ class NovaClient:
         interface: str = "public",
         region_name: str | None = None,
         timeout: float | None = 60.0,
-        get_retries: int = GET_RETRIES,
-        retry_delay: float = RETRY_DELAY,
+        policy: retry.Policy = retry.INTERACTIVE,
     ) -> None:
         """``session`` carries the auth plugin, which caches the token; an Adapter is used as
-        given (the endpoint filters are then its own)."""
-        _guard_transport(session.session if isinstance(session, ks_adapter.Adapter) else session)
+        given (the endpoint filters are then its own). ``policy``: masakari.compute.retry."""
+        _guard_transport(
+            session.session if isinstance(session, ks_adapter.Adapter) else session, policy
+        )
         if isinstance(session, ks_adapter.Adapter):
             self._adapter = session
         else:
@@ -332,11 +339,12 @@ class NovaClient:
                 default_microversion=NOVA_API_VERSION,
             )
         self._timeout = timeout
-        self._get_retries = get_retries
-        self._retry_delay = retry_delay
+        self.policy = policy
 
     @classmethod
-    def from_conf(cls, conf: cfg.ConfigOpts) -> NovaClient:
+    def from_conf(
+        cls, conf: cfg.ConfigOpts, policy: retry.Policy = retry.INTERACTIVE
+    ) -> NovaClient:
         """A client with the privileged user's credentials, as the reference's novaclient()
         builds them, but one session for all calls."""
         service_type, service_name, interface = conf.nova_catalog_admin_info.split(":")
@@ -374,6 +382,7 @@ class NovaClient:
             interface=interface,
             region_name=conf.os_region_name,
             timeout=conf.nova_api_timeout,
+            policy=policy,
         )
 
     @property
@@ -505,7 +514,13 @@ class NovaClient:
             kwargs["json"] = body
         if query:
             kwargs["params"] = list(query)
-        with metrics.nova_request(operation_name(method, path, body)):
+        action = next(iter(body)) if path.endswith("/action") and len(body or ()) == 1 else None
+        kwargs.update(self.policy.keystoneauth_options(method, action))
+        operation = operation_name(method, path, body)
+        with (
+            metrics.nova_request(operation),
+            retry.counted(operation, final=retry.repeatable(method, action)),
+        ):
             return self._send(method, path, kwargs)
 
     def _send(self, method: str, path: str, kwargs: dict[str, Any]) -> Any:
@@ -516,8 +531,6 @@ class NovaClient:
                 raise_exc=False,
                 microversion=NOVA_API_VERSION,
                 timeout=self._timeout,
-                connect_retries=self._get_retries if method == "GET" else 0,
-                connect_retry_delay=self._retry_delay,
                 **kwargs,
             )
         except ks_exc.ConnectTimeout as exc:
@@ -563,22 +576,33 @@ def _auth_type(conf: cfg.ConfigOpts) -> str:
     return str(name or "password")
 
 
-_clients: dict[int, tuple[int, cfg.ConfigOpts, NovaClient]] = {}
+_clients: dict[tuple[int, retry.Policy], tuple[int, cfg.ConfigOpts, NovaClient]] = {}
 _clients_lock = threading.Lock()
 
 
-def get_client(conf: cfg.ConfigOpts) -> NovaClient:
+def get_client(conf: cfg.ConfigOpts, policy: retry.Policy = retry.INTERACTIVE) -> NovaClient:
     """The process's client for ``conf``, built on first use: one session, one cached token.
 
     Keyed by process id as well, so that a forked API worker builds its own connection pool
-    instead of sharing its parent's sockets.
+    instead of sharing its parent's sockets. The engine asks with ``retry.ENGINE``.
     """
+    key = (id(conf), policy)
     with _clients_lock:
-        entry = _clients.get(id(conf))
+        entry = _clients.get(key)
         if entry is None or entry[0] != os.getpid() or entry[1] is not conf:
-            entry = (os.getpid(), conf, NovaClient.from_conf(conf))
-            _clients[id(conf)] = entry
+            entry = (os.getpid(), conf, NovaClient.from_conf(conf, policy))
+            _clients[key] = entry
         return entry[2]
+
+
+def shared_client(conf: cfg.ConfigOpts) -> NovaClient:
+    """A client already built for ``conf`` in this process, whatever its retry policy (the
+    engine's), else :func:`get_client`'s: for Placement, which shares its session and token."""
+    with _clients_lock:
+        for (conf_id, _), (pid, built_for, client) in _clients.items():
+            if conf_id == id(conf) and pid == os.getpid() and built_for is conf:
+                return client
+    return get_client(conf)
 
 
 def forget_clients() -> None:
@@ -595,8 +619,9 @@ class DeferredClient:
     of the failed build, so the recovery ends in ``error`` and is retried later.
     """
 
-    def __init__(self, conf: cfg.ConfigOpts) -> None:
+    def __init__(self, conf: cfg.ConfigOpts, policy: retry.Policy = retry.ENGINE) -> None:
         self._conf = conf
+        self._policy = policy
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(get_client(self._conf), name)
+        return getattr(get_client(self._conf, self._policy), name)

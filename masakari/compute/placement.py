@@ -20,7 +20,7 @@ from keystoneauth1 import session as ks_session
 from oslo_config import cfg
 
 from masakari import exception
-from masakari.compute import nova
+from masakari.compute import nova, retry
 
 # 1.12: allocations as dicts; 1.31: in_tree. Nothing newer is needed for reads.
 PLACEMENT_API_VERSION = "1.31"
@@ -83,7 +83,10 @@ class PlacementClient:
         interface: str = "public",
         region_name: str | None = None,
         timeout: float | None = 60.0,
+        policy: retry.Policy = retry.INTERACTIVE,
     ) -> None:
+        """Retries as ``policy`` says (masakari.compute.retry): every request is a read."""
+        self._policy = policy
         self._adapter = ks_adapter.Adapter(
             session,
             service_type=SERVICE_TYPE,
@@ -95,13 +98,16 @@ class PlacementClient:
 
     @classmethod
     def from_conf(cls, conf: cfg.ConfigOpts) -> PlacementClient:
-        """Through the process's Nova client session, at Nova's interface and region."""
+        """Through the process's Nova client session (the engine's, with its retry policy, in
+        masakari-engine), at Nova's interface and region."""
         interface = conf.nova_catalog_admin_info.split(":")[2]
+        client = nova.shared_client(conf)
         return cls(
-            nova.get_client(conf).session,
+            client.session,
             interface=interface,
             region_name=conf.os_region_name,
             timeout=conf.nova_api_timeout,
+            policy=client.policy,
         )
 
     def provider(self, name: str) -> dict[str, Any] | None:
@@ -138,6 +144,10 @@ class PlacementClient:
         return {name: self.host_capacity(name) for name in names}
 
     def _get(self, path: str, query: list[tuple[str, str]] | None = None) -> Any:
+        with retry.counted("placement GET", final=True):
+            return self._get_once(path, query)
+
+    def _get_once(self, path: str, query: list[tuple[str, str]] | None) -> Any:
         try:
             resp = self._adapter.get(
                 path,
@@ -145,8 +155,7 @@ class PlacementClient:
                 raise_exc=False,
                 microversion=PLACEMENT_API_VERSION,
                 timeout=self._timeout,
-                connect_retries=nova.GET_RETRIES,
-                connect_retry_delay=nova.RETRY_DELAY,
+                **self._policy.keystoneauth_options("GET", None),
             )
         except ks_exc.ConnectTimeout as exc:
             raise exception.NovaTimeout(service="Placement") from exc

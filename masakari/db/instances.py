@@ -4,17 +4,27 @@ Plans (``masakari_instance_plans``): how the recovery first found the instance, 
 stop it once evacuated, and the last change it asked Nova for; the engine that finishes a
 recovery (after a takeover, say) reads them instead of the state an earlier attempt left.
 Locks (``masakari_instance_locks``): instances it locked and has not unlocked yet (the
-engine's locks, not users').
+engine's locks, not users'). A run unlocks its own; the rows of recoveries that ended (an
+unlock that failed, a crash, a takeover that never came) are unlocked by any engine's lock
+reconciler (masakari.engine.locks), which first takes the row with a conditional update of
+``updated_at`` so that one engine does the work.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import datetime
 
 import sqlalchemy as sa
 from sqlalchemy import orm
 
-from masakari.db.models import InstanceLock, InstancePlan
+from masakari.db import statuses as st
+from masakari.db.database import affected_rows
+from masakari.db.models import InstanceLock, InstancePlan, Notification, NotificationClaim
+
+# A recovery that reached one of these has nothing in flight (an error one is retried from
+# scratch, unlocking first what it finds recorded).
+ENDED = (st.ERROR, st.FAILED, st.IGNORED, st.FINISHED)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,3 +106,87 @@ def forget_actions(session: orm.Session, notification_uuid: str) -> None:
         .values(last_action=None)
         .execution_options(synchronize_session=False)
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class LeftLock:
+    """A lock row of a recovery that ended, as the reconciler found it."""
+
+    instance_uuid: str
+    notification_uuid: str
+
+
+def _ended(now: datetime.datetime) -> sa.ColumnElement[bool]:
+    """The lock's notification ended (or is gone) and no live claim holds it."""
+    unfinished = sa.exists().where(
+        Notification.notification_uuid == InstanceLock.notification_uuid,
+        Notification.status.not_in(ENDED),
+    )
+    claimed = sa.exists().where(
+        NotificationClaim.notification_uuid == InstanceLock.notification_uuid,
+        NotificationClaim.expires_at > now,
+    )
+    return sa.and_(~unfinished, ~claimed)
+
+
+def _free(now: datetime.datetime, hold: float) -> sa.ColumnElement[bool]:
+    """Nobody took the row, or whoever did gave up ``hold`` seconds ago."""
+    return sa.or_(
+        InstanceLock.updated_at.is_(None),
+        InstanceLock.updated_at < now - datetime.timedelta(seconds=hold),
+    )
+
+
+def left_locks(
+    session: orm.Session, now: datetime.datetime, hold: float, limit: int
+) -> list[LeftLock]:
+    """Lock rows of ended recoveries that no reconciler holds, oldest first."""
+    rows = session.execute(
+        sa.select(InstanceLock.instance_uuid, InstanceLock.notification_uuid)
+        .where(_ended(now), _free(now, hold))
+        .order_by(InstanceLock.created_at)
+        .limit(limit)
+    )
+    return [LeftLock(i, n) for i, n in rows]
+
+
+def stamp(now: datetime.datetime) -> datetime.datetime:
+    """A time every backend stores as given (MariaDB's DATETIME drops the fraction)."""
+    return now.replace(microsecond=0)
+
+
+def take_left_lock(
+    session: orm.Session, lock: LeftLock, now: datetime.datetime, hold: float
+) -> bool:
+    """Take the row for unlocking (one engine wins); False when another has it, or its
+    notification runs again."""
+    result = session.execute(
+        sa.update(InstanceLock)
+        .where(
+            InstanceLock.instance_uuid == lock.instance_uuid,
+            InstanceLock.notification_uuid == lock.notification_uuid,
+            _ended(now),
+            _free(now, hold),
+        )
+        .values(updated_at=stamp(now))
+        .execution_options(synchronize_session=False)
+    )
+    return affected_rows(result) > 0
+
+
+def drop_left_lock(
+    session: orm.Session, lock: LeftLock, taken_at: datetime.datetime, now: datetime.datetime
+) -> bool:
+    """Forget the row once unlocked in Nova, if it is still the one we took and its
+    notification did not start again meanwhile."""
+    result = session.execute(
+        sa.delete(InstanceLock)
+        .where(
+            InstanceLock.instance_uuid == lock.instance_uuid,
+            InstanceLock.notification_uuid == lock.notification_uuid,
+            InstanceLock.updated_at == stamp(taken_at),
+            _ended(now),
+        )
+        .execution_options(synchronize_session=False)
+    )
+    return affected_rows(result) > 0

@@ -15,7 +15,7 @@ from typing import Any, Generic, TypeVar
 
 from oslo_config import cfg
 
-from masakari.compute import nova
+from masakari.compute import nova, retry
 from masakari.compute.nova import NovaClient
 from masakari.compute.placement import HostCapacity, PlacementClient
 from masakari.engine.ports import Server, Service
@@ -41,7 +41,7 @@ class LazyNova(_Deferred[NovaClient]):
     can build it."""
 
     def __init__(self, conf: cfg.ConfigOpts) -> None:
-        super().__init__(lambda: nova.get_client(conf))
+        super().__init__(lambda: nova.get_client(conf, retry.ENGINE))
 
     def find_compute_services(self, host: str) -> list[Service]:
         return self._client().find_compute_services(host)

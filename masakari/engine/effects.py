@@ -25,8 +25,7 @@ from typing import Any, TypeVar
 from sqlalchemy import orm
 
 from masakari import exception, metrics
-from masakari.compute.nova import send_guard
-from masakari.db import claims, failures, hosts, instances, progress, slots, spares, vmoves
+from masakari.db import claims, failures, hosts, instances, progress, spares, vmoves
 from masakari.db import statuses as st
 from masakari.db.database import Database, read, transaction
 from masakari.db.hosts import RecoveryHost
@@ -34,7 +33,9 @@ from masakari.db.instances import Plan
 from masakari.db.vmoves import VMoveData
 from masakari.engine.host_notices import SILENT, HostNotices
 from masakari.engine.lease import Lease, LeaseLost
-from masakari.engine.ports import Clock, Nova, NovaReads, Server, Service
+from masakari.engine.nova_effects import LeasedReads, NovaChanges, guarded
+from masakari.engine.ports import Clock, Nova, Server
+from masakari.engine.slot_effects import SlotChanges
 
 T = TypeVar("T")
 
@@ -46,15 +47,8 @@ __all__ = [
     "RecoveryHost",
     "TaskNote",
     "VMoveData",
+    "guarded",
 ]
-
-
-def guarded(lease: Lease, call: Callable[[], T]) -> T:
-    """A Nova call made only while the lease runs: checked now, and again by the transport
-    right before the request is sent (after token and endpoint work that can take time)."""
-    lease.check()
-    with send_guard(lease.check):
-        return call()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,31 +63,7 @@ class TaskNote:
     detail: dict[str, str] | None
 
 
-class LeasedReads:
-    """Nova reads for a run: refused too once the lease is over (the run has no business left
-    with Nova, and another engine may be recovering the same instances)."""
-
-    def __init__(self, nova: NovaReads, lease: Lease) -> None:
-        self._nova = nova
-        self._lease = lease
-
-    def find_compute_services(self, host: str) -> list[Service]:
-        return guarded(self._lease, lambda: self._nova.find_compute_services(host))
-
-    def list_servers_on_host(self, host: str) -> list[Server]:
-        return guarded(self._lease, lambda: self._nova.list_servers_on_host(host))
-
-    def get_server(self, server_id: str) -> Server:
-        return guarded(self._lease, lambda: self._nova.get_server(server_id))
-
-    def list_aggregates(self) -> list[dict[str, Any]]:
-        return guarded(self._lease, lambda: self._nova.list_aggregates())
-
-    def list_server_groups(self) -> list[dict[str, Any]]:
-        return guarded(self._lease, lambda: self._nova.list_server_groups())
-
-
-class Effects:
+class Effects(NovaChanges, SlotChanges):
     """The reads and the fenced changes of one run of one notification."""
 
     # host.update notifications around the host changes below (the service sets its own).
@@ -134,9 +104,6 @@ class Effects:
 
     def _read(self, fn: Callable[[orm.Session], T]) -> T:
         return read(self._db, fn, retry_while=self.lease.check)
-
-    def _nova_call(self, call: Callable[[], T]) -> T:
-        return guarded(self.lease, call)
 
     # --- reads -------------------------------------------------------------------------------
 
@@ -271,82 +238,6 @@ class Effects:
     def give_back_reserved_host(self, name: str) -> None:
         self._write(lambda session: hosts.give_back_reserved_host(session, name))
 
-    def take_evacuation_slot(
-        self, cap: int, instance_uuid: str, vmove_id: int | None = None
-    ) -> int | None:
-        """A slot of the evacuation cap, taken under our claim; None while all are held.
-
-        ``vmove_id``: an evacuation ready to go, whose vmove turns ongoing in the same
-        transaction (one write less between the slot and the evacuate request).
-        """
-
-        def take(session: orm.Session) -> int | None:
-            number = slots.take(
-                session,
-                cap,
-                self.notification_uuid,
-                self.lease.owner,
-                self.lease.token,
-                instance_uuid,
-                self._clock.now(),
-            )
-            if number is not None and vmove_id is not None:
-                self._start_vmove(session, vmove_id)
-            return number
-
-        started = self._write(take)
-        if started is not None and vmove_id is not None:
-            metrics.vmove_written(st.VMOVE_ONGOING)
-        return started
-
-    def slot_holder(self) -> tuple[str, str, int]:
-        """Who our slots name: notification, owner, token (what :meth:`receive_evacuation_slot`
-        of another run checks before moving one)."""
-        return self.notification_uuid, self.lease.owner, self.lease.token
-
-    def receive_evacuation_slot(
-        self,
-        number: int,
-        giver: tuple[str, str, int],
-        instance_uuid: str,
-        vmove_id: int | None = None,
-    ) -> bool:
-        """Take over slot ``number`` from another run of this engine without it ever being
-        free; fenced on our claim. False when the giver no longer holds it."""
-
-        def receive(session: orm.Session) -> bool:
-            moved = slots.hand_over(
-                session,
-                number,
-                giver,
-                self.notification_uuid,
-                self.lease.owner,
-                self.lease.token,
-                instance_uuid,
-                self._clock.now(),
-            )
-            if moved and vmove_id is not None:
-                self._start_vmove(session, vmove_id)
-            return moved
-
-        moved = self._write(receive)
-        if moved and vmove_id is not None:
-            metrics.vmove_written(st.VMOVE_ONGOING)
-        return moved
-
-    def _start_vmove(self, session: orm.Session, vmove_id: int) -> None:
-        vmoves.update(
-            session, vmove_id, {"status": st.VMOVE_ONGOING, "start_time": self._clock.now()}
-        )
-
-    def give_back_evacuation_slot(self, number: int) -> None:
-        """Not fenced: giving a slot back is right whoever owns the claim now."""
-        transaction(
-            self._db,
-            lambda s: slots.give_back(s, number, self.lease.owner, self.lease.token),
-            retry_while=self.lease.check,
-        )
-
     def next_attempt(self) -> int:
         return self._write(lambda s: progress.next_attempt(s, self.notification_uuid))
 
@@ -395,19 +286,7 @@ class Effects:
 
         return transaction(self._db, finish, retry_while=self.lease.check)
 
-    # --- Nova changes ----------------------------------------------------------------------------
-
-    def disable_service(self, service_id: str, reason: str | None) -> None:
-        self._nova_call(lambda: self._nova.disable_service(service_id, reason))
-
-    def enable_service(self, service_id: str) -> None:
-        self._nova_call(lambda: self._nova.enable_service(service_id))
-
-    def force_down_service(self, service_id: str) -> None:
-        self._nova_call(lambda: self._nova.force_down_service(service_id, True))
-
-    def unset_forced_down(self, service_id: str) -> None:
-        self._nova_call(lambda: self._nova.force_down_service(service_id, False))
+    # --- Nova changes that the database records (the others: NovaChanges) -------------------
 
     def clear_maintenance(self, host_uuid: str) -> bool:
         return self._write(lambda session: hosts.clear_maintenance(session, host_uuid))
@@ -426,29 +305,17 @@ class Effects:
                 raise
         self._write(lambda s: instances.forget_lock(s, instance_uuid))
 
-    def reset_state(self, instance_uuid: str, state: str) -> None:
-        self._nova_call(lambda: self._nova.reset_state(instance_uuid, state))
-
-    def stop_server(self, instance_uuid: str) -> None:
-        """Stop; recorded first, so that an engine taking over knows what was asked."""
-        self._note(instance_uuid, "stop")
-        self._nova_call(lambda: self._nova.stop_server(instance_uuid))
-
-    def start_server(self, instance_uuid: str) -> None:
-        """Start; recorded first: an engine taking over does not restart it a second time."""
-        self._note(instance_uuid, "start")
-        self._nova_call(lambda: self._nova.start_server(instance_uuid))
-
     def _note(self, instance_uuid: str, action: str) -> None:
         self._write(
             lambda s: instances.note_action(s, self.notification_uuid, instance_uuid, action)
         )
 
+    def _evacuated_from(self, instance_uuid: str) -> str | None:
+        ongoing = self.vmoves(statuses=[st.VMOVE_ONGOING])
+        return next((v.source_host for v in ongoing if v.instance_uuid == instance_uuid), None)
+
     def evacuate(self, instance_uuid: str, host: str | None) -> None:
         if self.reported_at is not None:
             metrics.first_evacuation((self._clock.now() - self.reported_at).total_seconds())
             self.reported_at = None
-        self._nova_call(lambda: self._nova.evacuate(instance_uuid, host=host))
-
-    def add_host_to_aggregate(self, aggregate_id: Any, host: str) -> None:
-        self._nova_call(lambda: self._nova.add_host_to_aggregate(aggregate_id, host))
+        self.send_evacuate(instance_uuid, host)

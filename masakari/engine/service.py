@@ -19,7 +19,7 @@ from oslo_config import cfg
 
 from masakari import coordination, notifier
 from masakari.db.database import Database
-from masakari.engine import periodic, tasks, wakeup
+from masakari.engine import locks, periodic, tasks, wakeup
 from masakari.engine.clients import LazyPlacement
 from masakari.engine.heartbeat import Heartbeat, lease_timing
 from masakari.engine.hostpoll import HostPoller
@@ -116,6 +116,9 @@ class EngineService:
         # engine that runs the periodic tasks. Neither is needed for correctness.
         self._listener = wakeup.listener(conf, self.wake)
         self.leadership = leadership or coordination.leadership(conf, self.owner)
+        self.locks = locks.LockReconciler(
+            db, lambda: self.nova, self.clock.now, self.clock.monotonic
+        )
         self.periodic = periodic.Periodic(
             self.periodic_tasks(), self._outage, self.leadership, self.clock
         )
@@ -133,6 +136,8 @@ class EngineService:
             periodic.Task(
                 "sweep", self.sweep_interval, self.intake.request_sweep, proves_db_up=False
             ),
+            # Every engine: each lock row is taken by one of them (a conditional update).
+            periodic.Task("reconcile_locks", self.locks.interval, self.locks.reconcile),
         ]
         if conf.periodic_enable:
             every += [

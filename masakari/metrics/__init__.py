@@ -37,6 +37,8 @@ class Instruments:
     vmoves: Counter
     nova_requests: Histogram
     nova_errors: Counter
+    nova_retries: Counter
+    nova_give_ups: Counter
     claims: Counter
     takeovers: Counter
     capacity_shortfalls: Counter
@@ -112,6 +114,20 @@ def _create() -> Instruments:
             ["operation", "code"],
             registry=registry,
         ),
+        nova_retries=Counter(
+            "masakari_nova_retries",
+            "Requests to Nova and Placement sent again by the retry policy (docs/nova.md), "
+            "by operation.",
+            ["operation"],
+            registry=registry,
+        ),
+        nova_give_ups=Counter(
+            "masakari_nova_give_ups",
+            "Requests to Nova and Placement that failed after the retry policy gave up "
+            "(the step then fails), by operation.",
+            ["operation"],
+            registry=registry,
+        ),
         claims=Counter(
             "masakari_engine_claims",
             "Notifications an engine claimed to recover (new ones and retries).",
@@ -158,6 +174,14 @@ def first_evacuation(seconds: float) -> None:
 
 def vmove_written(status: str) -> None:
     instruments().vmoves.labels(status).inc()
+
+
+def nova_retried(operation: str, times: int = 1) -> None:
+    instruments().nova_retries.labels(operation).inc(times)
+
+
+def nova_gave_up(operation: str) -> None:
+    instruments().nova_give_ups.labels(operation).inc()
 
 
 def claim_taken() -> None:

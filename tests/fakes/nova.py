@@ -24,6 +24,9 @@ import dataclasses
 import datetime
 import json
 import random
+import socket
+import struct
+import sys
 import threading
 import time
 import uuid
@@ -223,6 +226,8 @@ class Call:
     status: int = 0
     # The Keystone user whose token made the call: tells engines apart in failure drills.
     caller: str | None = None
+    # What the flaky mode did to it: "reset", "unavailable" or "late" (None: nothing).
+    fault: str | None = None
 
     def shape(self) -> dict[str, Any]:
         """The call as the conformance goldens record it."""
@@ -276,10 +281,77 @@ class Request:
 # --- the simulator ------------------------------------------------------------------------
 
 
+@dataclasses.dataclass(frozen=True)
+class Flaky:
+    """An unreliable Nova API in front of the simulator (``NovaSimulator.flaky``): each Nova
+    request is, with these probabilities, reset before the simulator acts, answered 503 by
+    a balancer before it acts, or acted on and answered ``late_seconds`` late."""
+
+    reset: float = 0.0
+    unavailable: float = 0.0
+    late: float = 0.0
+    late_seconds: float = 4.0
+
+    def roll(self, rng: random.Random) -> str | None:
+        r = rng.random()
+        for kind, p in (("reset", self.reset), ("unavailable", self.unavailable)):
+            if r < p:
+                return kind
+            r -= p
+        return "late" if r < self.late else None
+
+
+BALANCER_503 = (
+    b"<html><body><h1>503 Service Unavailable</h1>\n"
+    b"No server is available to handle this request.\n</body></html>\n"
+)
+
+
+def _reset(sock: socket.socket) -> None:
+    """Close with a TCP reset, as a proxy that drops a connection does."""
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    except OSError:
+        pass
+
+
+IDLE_TIMEOUT = 2.0
+
+
 class _Server(ThreadingHTTPServer):
     # A listen backlog like a real API server's: the standard library's 5 refuses
     # connections when a rack's recoveries call at once.
     request_queue_size = 1024
+
+    def __init__(self, address: tuple[str, int], handler: Any, sim: NovaSimulator) -> None:
+        self.sim = sim
+        if sim.backlog is not None:
+            self.request_queue_size = sim.backlog
+        super().__init__(address, handler)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that gave up (a late answer, a reset) is no simulator error."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+    def verify_request(self, request: Any, client_address: Any) -> bool:
+        """With ``max_connections`` open ones, the next is not served until one closes; the
+        accept loop waits meanwhile, so that new connections queue in the listen backlog,
+        and beyond it the kernel drops them (the client's connect times out)."""
+        limit = self.sim.max_connections
+        with self.sim.connection_slots:
+            if limit is not None and self.sim.open_connections >= limit:
+                self.sim.queued_connections += 1
+                while self.sim.open_connections >= limit and not self.sim._stopping.is_set():
+                    self.sim.connection_slots.wait(0.05)
+            self.sim.open_connections += 1
+        return True
+
+    def shutdown_request(self, request: Any) -> None:
+        with self.sim.connection_slots:
+            self.sim.open_connections -= 1
+            self.sim.connection_slots.notify()
+        super().shutdown_request(request)
 
 
 Delay = float | tuple[float, float]
@@ -298,8 +370,23 @@ class NovaSimulator:
         max_limit: int = 1000,
         users: Mapping[str, str] | None = None,
         evacuation_limit: int | None = None,
+        backlog: int | None = None,
+        max_connections: int | None = None,
     ) -> None:
         self.clock: Clock = clock or RealClock()
+        # The listen backlog, and how many connections are served at once (more wait in the
+        # backlog, and beyond it are dropped by the kernel); an idle keep-alive connection is
+        # then closed after IDLE_TIMEOUT, as a real API server does. None: no limit.
+        self.backlog = backlog
+        self.max_connections = max_connections
+        self.open_connections = 0
+        self.queued_connections = 0  # connections that had to wait for a free one
+        self.connection_slots = threading.Condition()
+        # The flaky mode (see flaky()); its draws come from a generator of their own.
+        self.flakiness: Flaky | None = None
+        self._flaky_rng = random.Random(0)
+        # Evacuations the simulator acted on (accepted), per server: what drills count.
+        self.evacuations_accepted: dict[str, int] = {}
         # Rebuilds Nova runs at once (its computes' max_concurrent_builds, the storage): more
         # are accepted and wait for a slot, as Nova queues them. None: no limit.
         self.evacuation_limit = evacuation_limit
@@ -339,7 +426,7 @@ class NovaSimulator:
     # --- lifecycle -------------------------------------------------------------------------
 
     def start(self) -> NovaSimulator:
-        self._httpd = _Server(("127.0.0.1", 0), _handler_for(self))
+        self._httpd = _Server(("127.0.0.1", 0), _handler_for(self), self)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
@@ -674,6 +761,41 @@ class NovaSimulator:
     def clear_faults(self) -> None:
         with self.lock:
             self.faults.clear()
+            self.flakiness = None
+
+    def flaky(
+        self,
+        *,
+        reset: float = 0.0,
+        unavailable: float = 0.0,
+        late: float = 0.0,
+        late_seconds: float = 4.0,
+        seed: int = 0,
+    ) -> None:
+        """Make the Nova API unreliable (Keystone and Placement stay reliable): a fraction
+        ``reset`` of the requests is cut before the simulator acts (recorded with status 599),
+        ``unavailable`` is answered 503 by a balancer before it acts, and ``late`` is acted on
+        and answered ``late_seconds`` (wall clock) later, after a shorter client timeout.
+        The draws follow ``seed`` in the order requests arrive. All zero: reliable again."""
+        with self.lock:
+            on = reset or unavailable or late
+            self.flakiness = Flaky(reset, unavailable, late, late_seconds) if on else None
+            self._flaky_rng = random.Random(seed)
+
+    def limit_connections(self, max_connections: int | None, backlog: int | None = None) -> None:
+        """Serve at most ``max_connections`` at once, with a listen backlog of ``backlog``
+        (a running simulator listens again with it)."""
+        with self.connection_slots:
+            self.max_connections = max_connections
+            self.connection_slots.notify_all()
+        if backlog is not None:
+            self.backlog = backlog
+            if self._httpd is not None:
+                self._httpd.socket.listen(backlog)
+
+    def roll_flaky(self) -> str | None:
+        with self.lock:
+            return None if self.flakiness is None else self.flakiness.roll(self._flaky_rng)
 
     def revoke_tokens(self) -> None:
         """Forgets every issued token: the next Nova call answers 401."""
@@ -791,6 +913,7 @@ class NovaSimulator:
 
     def _accept_evacuation(self, server: str, dest: str | None) -> None:
         duration = self._rng.uniform(*self._delay)
+        self.evacuations_accepted[server] = self.evacuations_accepted.get(server, 0) + 1
         self.evacuations.append(Evacuation(None, server, dest, duration))
         self._start_queued(self.clock.now())
         self.max_evacuations_in_flight = max(self.max_evacuations_in_flight, len(self.evacuations))
@@ -1250,13 +1373,19 @@ def _handler_for(sim: NovaSimulator) -> type[BaseHTTPRequestHandler]:
         # client's delayed ACK add 40 ms to every call
         disable_nagle_algorithm = True
 
+        def setup(self) -> None:
+            if sim.max_connections is not None:
+                self.timeout = IDLE_TIMEOUT  # frees the connection of an idle client
+            super().setup()
+
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
         def send(self, status: int, body: Any, headers: Mapping[str, str] | None = None) -> None:
-            data = b"" if body is None else json.dumps(body).encode()
+            raw = isinstance(body, bytes)
+            data = body if raw else b"" if body is None else json.dumps(body).encode()
             self.send_response(status)
-            if data:
+            if data and not raw:
                 self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             for k, v in (headers or {}).items():
@@ -1394,6 +1523,18 @@ def _handler_for(sim: NovaSimulator) -> type[BaseHTTPRequestHandler]:
                 sim.calls.append(call)
                 token = sim.tokens.get(self.headers.get("X-Auth-Token", ""))
                 call.caller = token["user"] if token is not None else None
+            flaw = sim.roll_flaky() if token is not None else None
+            call.fault = flaw
+            if flaw == "reset":
+                call.status = 599
+                _reset(self.connection)
+                self.close_connection = True
+                return None
+            if flaw == "unavailable":
+                call.status = 503
+                return self.send(
+                    503, BALANCER_503, {"Connection": "close", "Content-Type": "text/html"}
+                )
             try:
                 if token is None:
                     raise NovaFault(401, "The request you have made requires authentication.")
@@ -1419,6 +1560,10 @@ def _handler_for(sim: NovaSimulator) -> type[BaseHTTPRequestHandler]:
             except Exception as exc:  # a simulator bug must still answer, and visibly
                 status, out = 500, {"computeFault": {"code": 500, "message": f"sim: {exc!r}"}}
             call.status = status
+            if flaw == "late" and sim._stopping.wait(
+                sim.flakiness.late_seconds if sim.flakiness else 0
+            ):
+                return None
             self.send(status, out, headers)
 
     return Handler

@@ -11,6 +11,8 @@ import requests
 
 from masakari import exception
 from masakari.compute.nova import NovaClient, NovaRequestError
+from masakari.compute.retry import Policy
+from tests.fakes import nova as fake_nova
 from tests.fakes.nova import (
     ADMIN_PROJECT_ID,
     ADMIN_TOKEN,
@@ -20,6 +22,9 @@ from tests.fakes.nova import (
 )
 
 VM = "b2000000-0000-4000-8000-000000000001"
+
+# The simulator's answers as they come: no client retry hides one.
+FAST = Policy(connect_retries=0, retries=0)
 
 
 @pytest.fixture
@@ -38,7 +43,7 @@ def sim(clock: FakeClock) -> Iterator[NovaSimulator]:
 
 @pytest.fixture
 def nova(sim: NovaSimulator) -> NovaClient:
-    return sim.client(timeout=5, retry_delay=0.01)
+    return sim.client(timeout=5, policy=FAST)
 
 
 def _status(call: Any) -> int | None:
@@ -319,7 +324,7 @@ def test_state_faults(sim: NovaSimulator, clock: FakeClock, nova: NovaClient) ->
 
 def test_slow_answers_still_take_effect(sim: NovaSimulator) -> None:
     sim.slow(0.3, action="lock", times=1)
-    nova = sim.client(timeout=0.1)
+    nova = sim.client(timeout=0.1, policy=FAST)
     assert _status(lambda: nova.lock_server(VM)) is None
     nova = sim.client(timeout=5)
     # the slow request is processed once its delay is over
@@ -434,3 +439,72 @@ def test_unknown_paths(sim: NovaSimulator) -> None:
     resp = requests.delete(f"{sim.compute_url}/os-services", headers=headers, timeout=5)
     assert (resp.status_code, list(resp.json())) == (405, ["badMethod"])
     assert requests.get(sim.base_url + "/elsewhere", timeout=5).status_code == 404
+
+
+# --- the flaky mode ---------------------------------------------------------------------------
+
+
+def _kinds(sim: NovaSimulator, n: int, seed: int) -> list[str | None]:
+    sim.flaky(reset=0.2, unavailable=0.2, late=0.1, late_seconds=0.3, seed=seed)
+    nova = sim.client(timeout=0.1, policy=FAST)
+    for _ in range(n):
+        try:
+            nova.get_server(VM)
+        except exception.NovaError:
+            pass
+    with sim.lock:
+        kinds = [c.fault for c in sim.calls[-n:]]
+    sim.flaky()
+    return kinds
+
+
+def test_flaky_mode_is_seeded(sim: NovaSimulator) -> None:
+    first = _kinds(sim, 30, seed=7)
+    second = _kinds(sim, 30, seed=7)
+    assert first == second
+    assert {"reset", "unavailable", "late", None} <= set(first)
+
+
+def test_flaky_reset_and_unavailable_come_before_acting(sim: NovaSimulator) -> None:
+    nova = sim.client(timeout=2, policy=FAST)
+    sim.flaky(reset=1.0)
+    with pytest.raises(exception.NovaError) as err:
+        nova.lock_server(VM)
+    assert err.value.status is None
+    sim.flaky(unavailable=1.0)
+    assert _status(lambda: nova.lock_server(VM)) == 503
+    sim.flaky()
+    assert nova.get_server(VM)["locked"] is False
+    assert [c["status"] for c in sim.nova_calls()] == [599, 503, 200]
+
+
+def test_flaky_late_answers_come_after_acting(sim: NovaSimulator) -> None:
+    sim.flaky(late=1.0, late_seconds=0.5)
+    with pytest.raises(exception.NovaTimeout):
+        sim.client(timeout=0.1, policy=FAST).lock_server(VM)
+    sim.flaky()
+    assert sim.client(policy=FAST).get_server(VM)["locked"] is True
+
+
+def test_flaky_evacuations_are_counted_when_acted_on(sim: NovaSimulator) -> None:
+    sim.add_service("compute-9", state="down")
+    vm = sim.add_server(host="compute-9")
+    nova = sim.client(timeout=0.1, policy=FAST)
+    sim.flaky(unavailable=1.0)
+    assert _status(lambda: nova.evacuate(vm)) == 503
+    sim.flaky(late=1.0, late_seconds=0.3)
+    assert _status(lambda: nova.evacuate(vm)) is None
+    assert sim.evacuations_accepted == {vm: 1}
+
+
+def test_connections_beyond_the_limit_wait_for_a_free_one() -> None:
+    with NovaSimulator(max_connections=1) as sim:
+        sim.add_service("compute-1")
+        held = sim.client(policy=FAST)
+        held.find_compute_services("compute-1")  # keeps its connection open (keep-alive)
+        other = sim.client(timeout=10, policy=FAST)
+        started = time.monotonic()
+        assert other.find_compute_services("compute-1")
+        # served once the idle one was closed by the server
+        assert time.monotonic() - started >= fake_nova.IDLE_TIMEOUT * 0.9
+        assert sim.queued_connections >= 1

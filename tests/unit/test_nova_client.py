@@ -11,14 +11,19 @@ import pytest
 import requests
 from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import session as ks_session
+from keystoneauth1 import token_endpoint
 from oslo_config import cfg
 
 from masakari import exception
 from masakari.compute import nova
 from masakari.compute.nova import NovaClient, NovaRequestError, Server
+from masakari.compute.retry import Policy
 from tests.fakes.nova import FakeClock, NovaSimulator
 
 SERVER = "a1000000-0000-4000-8000-000000000001"
+
+# Retries without the production backoff: a test waits milliseconds, not seconds.
+FAST = Policy(delay=0.01)
 
 
 @pytest.fixture
@@ -34,7 +39,7 @@ def sim() -> Iterator[NovaSimulator]:
 
 @pytest.fixture
 def client(sim: NovaSimulator) -> NovaClient:
-    return sim.client(timeout=5, retry_delay=0.01)
+    return sim.client(timeout=5, policy=FAST)
 
 
 def _call(method: str, path: str, query: Any, body: Any, status: int) -> dict[str, Any]:
@@ -292,29 +297,106 @@ def test_not_found_keeps_novas_text_in_detail() -> None:
 
 
 def test_timeout(sim: NovaSimulator) -> None:
-    sim.slow(2.0, method="POST", times=1)
-    client = sim.client(timeout=0.2, retry_delay=0.01)
+    sim.slow(2.0, method="POST", action="evacuate", times=1)
+    client = sim.client(timeout=0.2, policy=FAST)
     started = time.monotonic()
     with pytest.raises(exception.NovaTimeout) as err:
-        client.lock_server(SERVER)
+        client.evacuate(SERVER)
     assert time.monotonic() - started < 1.5
     assert err.value.status is None
     assert str(err.value) == "Timeout while requesting Nova API."
     assert nova.reference_class_name(err.value) == "masakari.exception.MasakariException"
-    # a POST is never sent twice: it may have been carried out
+    # an evacuate is never sent twice by the client: it may have been carried out
     assert [c["method"] for c in sim.nova_calls()] == ["POST"]
 
 
-def test_a_get_that_times_out_is_retried(sim: NovaSimulator) -> None:
-    sim.slow(2.0, method="GET", times=1)
-    client = sim.client(timeout=0.2, get_retries=1, retry_delay=0.01)
-    assert client.get_server(SERVER)["id"] == SERVER
-    assert [c["method"] for c in sim.nova_calls()] == ["GET", "GET"]
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda c: c.get_server(SERVER),
+        lambda c: c.lock_server(SERVER),
+        lambda c: c.unlock_server(SERVER),
+        lambda c: c.reset_state(SERVER, "error"),
+        lambda c: c.disable_service("x"),
+    ],
+    ids=["GET", "lock", "unlock", "os-resetState", "PUT os-services"],
+)
+def test_a_repeatable_request_that_times_out_is_sent_again(
+    sim: NovaSimulator, call: Callable[[NovaClient], Any]
+) -> None:
+    sim.slow(2.0, times=1)
+    client = sim.client(timeout=0.2, policy=Policy(retries=1, delay=0.01))
+    try:
+        call(client)
+    except NovaRequestError as exc:  # the service id is unknown: answered, not retried
+        assert exc.status == 404
+    assert len(sim.nova_calls()) == 2
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda c: c.evacuate(SERVER),
+        lambda c: c.stop_server(SERVER),
+        lambda c: c.start_server(SERVER),
+        lambda c: c.add_host_to_aggregate(1, "compute-2"),
+    ],
+    ids=["evacuate", "os-stop", "os-start", "add_host"],
+)
+def test_a_change_that_is_not_repeatable_is_not_sent_again_by_the_client(
+    sim: NovaSimulator, call: Callable[[NovaClient], Any]
+) -> None:
+    sim.fail(503, times=1)
+    client = sim.client(policy=FAST)
+    with pytest.raises(NovaRequestError) as err:
+        call(client)
+    assert err.value.status == 503
+    assert len(sim.nova_calls()) == 1
+
+
+def test_a_balancers_503_is_retried_by_the_engines_policy_only(sim: NovaSimulator) -> None:
+    sim.fail(503, method="GET", times=1)
+    with pytest.raises(NovaRequestError):
+        sim.client(policy=Policy(status_codes=(), delay=0.01)).get_server(SERVER)
+    sim.fail(503, method="GET", times=1)
+    assert sim.client(policy=FAST).get_server(SERVER)["id"] == SERVER
+    assert [c["status"] for c in sim.nova_calls()] == [503, 503, 200]
+
+
+def test_a_500_is_an_answer_and_is_not_retried(sim: NovaSimulator) -> None:
+    sim.fail(500, method="GET", times=1)
+    with pytest.raises(NovaRequestError):
+        sim.client(policy=FAST).get_server(SERVER)
+    assert len(sim.nova_calls()) == 1
+
+
+def test_a_refused_connection_is_retried_for_every_method() -> None:
+    """Nothing was sent, so even an evacuate is tried again (and fails in the end here)."""
+    sim = NovaSimulator().start()
+    endpoint = sim.compute_url
+    sim.stop()
+    session = ks_session.Session(auth=token_endpoint.Token(endpoint, "admin-token"))
+    client = NovaClient(session, policy=Policy(connect_retries=2, retries=0, delay=0.01))
+    counted: list[int] = []
+    real = nova.retry._CountingRetry.increment
+
+    def increment(self: Any, *args: Any, **kwargs: Any) -> Any:
+        counted.append(1)
+        return real(self, *args, **kwargs)
+
+    nova.retry._CountingRetry.increment = increment  # type: ignore[method-assign]
+    try:
+        with pytest.raises(exception.NovaError) as err:
+            client.evacuate(SERVER)
+    finally:
+        nova.retry._CountingRetry.increment = real  # type: ignore[method-assign]
+    assert err.value.status is None
+    assert len(counted) == 3  # the first try and two more
 
 
 def test_connection_failure() -> None:
     sim = NovaSimulator().start()
-    client = sim.client(get_retries=0)
+    client = sim.client(policy=Policy(connect_retries=0, retries=0))
     sim.stop()
     with pytest.raises(exception.NovaError) as err:
         client.get_server(SERVER)
@@ -443,3 +525,24 @@ def test_deferred_client_fails_each_call_until_credentials_work(sim: NovaSimulat
     conf.set_override("os_privileged_user_auth_url", auth_url)
     assert deferred.get_server(SERVER)["id"] == SERVER
     nova.forget_clients()
+
+
+def _count(counter: Any, operation: str) -> float:
+    return float(counter.labels(operation)._value.get())
+
+
+def test_retries_and_give_ups_are_counted_by_operation(sim: NovaSimulator) -> None:
+    from masakari import metrics
+
+    counters = metrics.instruments()
+    op = "GET /servers/{id}"
+    retried, gave_up = _count(counters.nova_retries, op), _count(counters.nova_give_ups, op)
+    sim.fail(503, method="GET", times=1)
+    client = sim.client(policy=Policy(retries=2, delay=0.01))
+    client.get_server(SERVER)
+    assert _count(counters.nova_retries, op) == retried + 1
+    sim.fail(503, method="GET", times=3)
+    with pytest.raises(NovaRequestError):
+        client.get_server(SERVER)
+    assert _count(counters.nova_retries, op) == retried + 3
+    assert _count(counters.nova_give_ups, op) == gave_up + 1

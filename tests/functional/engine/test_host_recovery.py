@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from masakari.compute.retry import Policy
 from tests.functional.engine.conftest import (
     HOST_DOWN,
     add_host,
@@ -294,6 +295,6 @@ def test_nova_timeout_ends_in_error(db, sim, engine_factory):
     seg = add_segment(db, "auto")
     h1 = add_host(db, seg, "compute-1")
     nid = notify(db, h1, "COMPUTE_HOST", HOST_DOWN)
-    engine_factory(conf, nova=sim.client(timeout=1, get_retries=0))
+    engine_factory(conf, nova=sim.client(timeout=1, policy=Policy(retries=0)))
     assert wait_status(db, nid, timeout=20) == "error"
     assert details(db, nid)[1][2] == "REVERTED"

@@ -1,0 +1,186 @@
+"""A run's Nova changes: each sent only while its lease holds, and none made twice.
+
+The client (masakari.compute.retry) sends again what is safe to repeat. The changes that are
+not (evacuate, os-stop, os-start, add_host) raise on an ambiguous failure (a time-out, a
+connection lost after sending, a balancer's 5xx); here Nova is then read to learn whether it
+acted, and the change is sent again only if it did not: an evacuation is taken as made
+once the server is rebuilding or on another host, and a resend that Nova refuses with 409
+is judged the same way. When the policy's resends are spent the step fails (counted as a
+give-up in masakari_nova_give_ups).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+from masakari import exception, metrics
+from masakari.compute import retry
+from masakari.compute.nova import send_guard
+from masakari.engine.lease import Lease
+from masakari.engine.ports import Clock, Nova, NovaReads, Server, Service
+
+T = TypeVar("T")
+
+TASK_STATE = "OS-EXT-STS:task_state"
+VM_STATE = "OS-EXT-STS:vm_state"
+HOST = "OS-EXT-SRV-ATTR:host"
+
+
+def guarded(lease: Lease, call: Callable[[], T]) -> T:
+    """A Nova call made only while the lease runs: checked now, and again by the transport
+    right before each attempt is sent (after token and endpoint work that can take time)."""
+    lease.check()
+    with send_guard(lease.check):
+        return call()
+
+
+def field(server: Any, key: str, attr: str) -> Any:
+    """A field of a server as Nova shows it (a dict) or as a typed record shows it."""
+    if isinstance(server, Mapping):
+        return server.get(key)
+    return getattr(server, attr, None)
+
+
+class LeasedReads:
+    """Nova reads for a run: refused too once the lease is over (the run has no business left
+    with Nova, and another engine may be recovering the same instances)."""
+
+    def __init__(self, nova: NovaReads, lease: Lease) -> None:
+        self._nova = nova
+        self._lease = lease
+
+    def find_compute_services(self, host: str) -> list[Service]:
+        return guarded(self._lease, lambda: self._nova.find_compute_services(host))
+
+    def list_servers_on_host(self, host: str) -> list[Server]:
+        return guarded(self._lease, lambda: self._nova.list_servers_on_host(host))
+
+    def get_server(self, server_id: str) -> Server:
+        return guarded(self._lease, lambda: self._nova.get_server(server_id))
+
+    def list_aggregates(self) -> list[dict[str, Any]]:
+        return guarded(self._lease, lambda: self._nova.list_aggregates())
+
+    def list_server_groups(self) -> list[dict[str, Any]]:
+        return guarded(self._lease, lambda: self._nova.list_server_groups())
+
+
+class NovaChanges:
+    """The Nova half of :class:`masakari.engine.effects.Effects`."""
+
+    _nova: Nova
+    _clock: Clock
+    lease: Lease
+    reads: LeasedReads
+
+    def _note(self, instance_uuid: str, action: str) -> None:
+        raise NotImplementedError
+
+    def _evacuated_from(self, instance_uuid: str) -> str | None:
+        """The host this run evacuates the instance from (its ongoing vmove's source)."""
+        raise NotImplementedError
+
+    def _nova_call(self, call: Callable[[], T]) -> T:
+        return guarded(self.lease, call)
+
+    def _checked(self, operation: str, send: Callable[[], None], made: Callable[[], bool]) -> None:
+        """Send a change that must not be made twice; after an ambiguous failure, send it
+        again only while ``made()`` (a read of Nova) says it was not made."""
+        policy = getattr(self._nova, "policy", retry.ENGINE)
+        delays = policy.resends()
+        resent = False
+        while True:
+            try:
+                self._nova_call(send)
+                return
+            except exception.NovaError as exc:
+                # a resend refused as a conflict: the first one may be the cause
+                if not (retry.ambiguous(exc) or (resent and exc.status == 409)):
+                    raise
+                delay = next(delays, None)
+                if delay is None:
+                    metrics.nova_gave_up(operation)
+                    raise
+                self._pause(delay)
+                if made():
+                    return
+                if resent and exc.status == 409:
+                    raise
+            metrics.nova_retried(operation)
+            resent = True
+
+    def _pause(self, seconds: float) -> None:
+        """Wait before reading Nova again (a request in flight may still land), no longer
+        than the lease runs."""
+        self.lease.check()
+        self._clock.sleep(min(seconds, self.lease.remaining()), threading.Event())
+        self.lease.check()
+
+    # --- the changes -------------------------------------------------------------------------
+
+    def disable_service(self, service_id: str, reason: str | None) -> None:
+        self._nova_call(lambda: self._nova.disable_service(service_id, reason))
+
+    def enable_service(self, service_id: str) -> None:
+        self._nova_call(lambda: self._nova.enable_service(service_id))
+
+    def force_down_service(self, service_id: str) -> None:
+        self._nova_call(lambda: self._nova.force_down_service(service_id, True))
+
+    def unset_forced_down(self, service_id: str) -> None:
+        self._nova_call(lambda: self._nova.force_down_service(service_id, False))
+
+    def reset_state(self, instance_uuid: str, state: str) -> None:
+        self._nova_call(lambda: self._nova.reset_state(instance_uuid, state))
+
+    def stop_server(self, instance_uuid: str) -> None:
+        """Stop; recorded first, so that an engine taking over knows what was asked."""
+        self._note(instance_uuid, "stop")
+        self._checked(
+            "os-stop",
+            lambda: self._nova.stop_server(instance_uuid),
+            lambda: self._server_in(instance_uuid, "stopped", "powering-off"),
+        )
+
+    def start_server(self, instance_uuid: str) -> None:
+        """Start; recorded first: an engine taking over does not restart it a second time."""
+        self._note(instance_uuid, "start")
+        self._checked(
+            "os-start",
+            lambda: self._nova.start_server(instance_uuid),
+            lambda: self._server_in(instance_uuid, "active", "powering-on"),
+        )
+
+    def _server_in(self, instance_uuid: str, vm_state: str, task_state: str) -> bool:
+        server = self.reads.get_server(instance_uuid)
+        return (
+            field(server, TASK_STATE, "task_state") == task_state
+            or field(server, VM_STATE, "vm_state") == vm_state
+        )
+
+    def send_evacuate(self, instance_uuid: str, host: str | None) -> None:
+        """Evacuate once: after an ambiguous failure, a server rebuilding or no longer on
+        the source host was evacuated by the request that seemed to fail."""
+
+        def made() -> bool:
+            server = self.reads.get_server(instance_uuid)
+            if field(server, TASK_STATE, "task_state") == "rebuilding":
+                return True
+            source = self._evacuated_from(instance_uuid)
+            now_on = field(server, HOST, "host")
+            return source is not None and now_on is not None and now_on != source
+
+        self._checked("evacuate", lambda: self._nova.evacuate(instance_uuid, host=host), made)
+
+    def add_host_to_aggregate(self, aggregate_id: Any, host: str) -> None:
+        def made() -> bool:
+            return any(
+                str(a.get("id")) == str(aggregate_id) and host in (a.get("hosts") or [])
+                for a in self.reads.list_aggregates()
+            )
+
+        self._checked(
+            "add_host", lambda: self._nova.add_host_to_aggregate(aggregate_id, host), made
+        )
