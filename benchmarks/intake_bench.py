@@ -371,6 +371,12 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="latency: also run this source tree (an older commit), labelled 'before'",
     )
+    ap.add_argument(
+        "--project-source",
+        type=Path,
+        default=None,
+        help="run this source tree as the project instead of the installed one",
+    )
     ap.add_argument("--reference-python", type=Path, default=None)
     ap.add_argument("--reference-server", type=Path, default=DEFAULT_REFERENCE_SERVER)
     ap.add_argument("--project-bin", type=Path, default=Path(sys.executable).parent)
@@ -378,6 +384,8 @@ def main(argv: list[str] | None = None) -> int:
     ref = args.reference_python.absolute() if args.reference_python else None
     workdir = Path(tempfile.mkdtemp(prefix="intake-bench-"))
     setup = Setup(Timings(scale=1.0), 0, 3, workdir, args.project_bin, ref, args.reference_server)
+    if args.project_source:
+        setup = dataclasses.replace(setup, project_source=args.project_source.absolute())
     print(f"load average at the start: {_load()}", flush=True)
     run = main_latency if args.scenario == "latency" else main_burst
     ok = run(args, setup, ref)

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import fcntl
 import os
-import random
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar, cast
 
 import sqlalchemy as sa
+import tenacity
 from oslo_config import cfg
 from oslo_db import exception as db_exc
 from oslo_db.sqlalchemy import engines
@@ -23,11 +26,6 @@ DUPLICATE_ERRORS = (sa.exc.IntegrityError, db_exc.DBDuplicateEntry)
 # SQLite is the embedded default, shared by one API and one engine process: WAL lets readers
 # run beside the writer, and the busy timeout makes a writer wait instead of failing.
 SQLITE_BUSY_TIMEOUT_MS = 30_000
-
-# How long a transaction that keeps losing lock races is replayed, and the pauses between.
-WRITE_RETRY_SECONDS = 15.0
-WRITE_BACKOFF = 0.01
-WRITE_BACKOFF_MAX = 0.25
 
 T = TypeVar("T")
 
@@ -45,6 +43,7 @@ class Database:
             bind=engine.execution_options(sqlite_begin="BEGIN IMMEDIATE"),
             expire_on_commit=False,
         )
+        self._turn = _write_turn(engine.url)
 
     @classmethod
     def from_url(cls, url: str, **engine_args: Any) -> Database:
@@ -118,11 +117,68 @@ class Database:
     @contextlib.contextmanager
     def writer(self) -> Iterator[orm.Session]:
         """Commit on success, roll back on any error: nothing is half-written."""
-        with self._writers.begin() as session:
+        with self._turn(), self._writers.begin() as session:
             yield session
 
     def dispose(self) -> None:
         self.engine.dispose()
+
+
+class _WriteTurn:
+    """SQLite's writers, of every process on the file, wait for their turn in the kernel.
+
+    SQLite's own wait for its write lock is a poll that sleeps longer the longer it has
+    waited (up to 100 ms between tries): a writer that started waiting a while ago keeps
+    missing the short gaps between other writers' transactions, while newcomers, polling
+    every millisecond, take them. An API request waited seconds behind the engine's claims
+    so. An exclusive ``flock`` on a file beside the database is granted the moment it is
+    released; one thread per process queues for it, the others behind a process lock.
+    SQLite's lock is then free whenever a writer begins, its busy timeout a fallback for
+    writers that do not take turns (the sqlite3 shell, another program).
+    """
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+        self._lock = threading.Lock()
+        self._held = threading.local()
+        self._fd: int | None = None
+        self._pid = 0
+
+    def _file(self) -> int:
+        # A forked child must open its own: a flock belongs to the open file, which a fork
+        # shares with the parent.
+        if self._fd is None or self._pid != os.getpid():
+            self._fd = os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            self._pid = os.getpid()
+        return self._fd
+
+    @contextlib.contextmanager
+    def __call__(self) -> Iterator[None]:
+        if getattr(self._held, "turn", False):  # a writer inside a writer: already ours
+            yield
+            return
+        with self._lock:
+            fd = self._file()
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            self._held.turn = True
+            try:
+                yield
+            finally:
+                self._held.turn = False
+                fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+_TURNS: dict[str, _WriteTurn] = {}
+_TURNS_LOCK = threading.Lock()
+
+
+def _write_turn(url: sa.engine.URL) -> Callable[[], contextlib.AbstractContextManager[None]]:
+    """The write turn of an SQLite file, one per file in a process; nothing for a server."""
+    if url.get_backend_name() != "sqlite" or not url.database or url.database == ":memory:":
+        return contextlib.nullcontext
+    path = os.path.abspath(url.database) + "-writer.lock"
+    with _TURNS_LOCK:
+        return _TURNS.setdefault(path, _WriteTurn(path))
 
 
 def lost_lock_race(exc: BaseException) -> bool:
@@ -147,39 +203,94 @@ def unreachable(exc: BaseException) -> bool:
 _LINK_ERRORS = (sa.exc.OperationalError, sa.exc.InterfaceError)
 
 
-def _pauses() -> Iterator[float]:
-    """Jittered, doubling pauses between two tries of a transaction."""
-    pause = WRITE_BACKOFF
-    while True:
-        yield pause * (1 + random.random())
-        pause = min(pause * 2, WRITE_BACKOFF_MAX)
+@dataclasses.dataclass(frozen=True)
+class RetryPolicy:
+    """How a transaction that lost a lock race is replayed: jittered, doubling pauses
+    (full jitter: each pause drawn below a ceiling that doubles from ``first_pause`` up to
+    ``max_pause``), for at most ``seconds`` or ``attempts`` tries, whichever comes first.
+
+    ``also`` names further errors replayed as lost races (the intake's guard insert).
+    """
+
+    seconds: float | None = None
+    attempts: int | None = None
+    first_pause: float = 0.01
+    max_pause: float = 0.25
+    also: Callable[[BaseException], bool] | None = None
+
+    def replays(self, exc: BaseException) -> bool:
+        return lost_lock_race(exc) or (self.also is not None and self.also(exc))
+
+    def _stop(self) -> tenacity.stop.stop_base:
+        stop: tenacity.stop.stop_base = tenacity.stop_never
+        if self.seconds is not None:
+            stop = stop | tenacity.stop_after_delay(self.seconds)
+        if self.attempts is not None:
+            stop = stop | tenacity.stop_after_attempt(self.attempts)
+        return stop
+
+
+# The engine's transactions: a few seconds of contention, past which the caller is told.
+LOCK_RACES = RetryPolicy(seconds=15.0)
+
+
+def _sleep(seconds: float) -> None:
+    time.sleep(seconds)  # looked up at each pause: tests record the pauses instead
+
+
+def _retrying(
+    policy: RetryPolicy | None, retry_while: Callable[[], None] | None
+) -> tenacity.Retrying:
+    """tenacity's loop for one transaction: lost races under ``policy`` (none: not
+    replayed); with ``retry_while``, an unreachable database waited for until it raises."""
+    race_stop = policy._stop() if policy is not None else tenacity.stop_never
+
+    def waits(exc: BaseException | None) -> bool:
+        return retry_while is not None and isinstance(exc, DB_ERRORS) and unreachable(exc)
+
+    def replay(exc: BaseException) -> bool:
+        if waits(exc):
+            return True
+        return policy is not None and isinstance(exc, DB_ERRORS) and policy.replays(exc)
+
+    def stop(state: tenacity.RetryCallState) -> bool:
+        if waits(state.outcome.exception() if state.outcome else None):
+            assert retry_while is not None
+            retry_while()  # raises when the wait must end (an engine's lease ran out)
+            return False
+        return bool(race_stop(state))
+
+    pauses = policy or LOCK_RACES
+    return tenacity.Retrying(
+        retry=tenacity.retry_if_exception(replay),
+        stop=stop,
+        wait=tenacity.wait_random_exponential(multiplier=pauses.first_pause, max=pauses.max_pause),
+        sleep=_sleep,
+        reraise=True,
+    )
 
 
 def transaction(
     db: Database,
     fn: Callable[[orm.Session], T],
     retry_while: Callable[[], None] | None = None,
+    policy: RetryPolicy = LOCK_RACES,
 ) -> T:
     """Run ``fn`` in one writer transaction; run it again when it lost a lock race.
 
     Only for transactions that read, then write under conditions: a deadlock victim (or, on
     SQLite, a transaction whose snapshot went stale before its first write) is safe to
-    replay, because the replay decides again on what is committed then. With
-    ``retry_while``, an unreachable database is waited for too, as long as that callable
-    does not raise (an engine's lease that runs out ends the wait).
+    replay, because the replay decides again on what is committed then. Past ``policy``'s
+    bound the last error is raised. With ``retry_while``, an unreachable database is waited
+    for too, as long as that callable does not raise (an engine's lease that runs out ends
+    the wait).
     """
-    deadline = time.monotonic() + WRITE_RETRY_SECONDS
-    for pause in _pauses():
-        try:
-            with db.writer() as session:
-                return fn(session)
-        except DB_ERRORS as exc:
-            if retry_while is not None and unreachable(exc):
-                retry_while()
-            elif not lost_lock_race(exc) or time.monotonic() > deadline:
-                raise
-        time.sleep(pause)
-    raise AssertionError("unreachable")  # _pauses() never ends
+
+    def attempt() -> T:
+        with db.writer() as session:
+            return fn(session)
+
+    return _retrying(policy, retry_while)(attempt)
 
 
 def read(
@@ -188,16 +299,12 @@ def read(
     retry_while: Callable[[], None],
 ) -> T:
     """Run ``fn`` in a reader; wait for an unreachable database while ``retry_while`` allows."""
-    for pause in _pauses():
-        try:
-            with db.reader() as session:
-                return fn(session)
-        except DB_ERRORS as exc:
-            if not unreachable(exc):
-                raise
-            retry_while()
-        time.sleep(pause)
-    raise AssertionError("unreachable")  # _pauses() never ends
+
+    def attempt() -> T:
+        with db.reader() as session:
+            return fn(session)
+
+    return _retrying(None, retry_while)(attempt)
 
 
 def flush_unique(session: orm.Session, error: Exception) -> None:
