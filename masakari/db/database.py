@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import fcntl
-import os
-import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar, cast
@@ -18,14 +15,12 @@ from oslo_db import exception as db_exc
 from oslo_db.sqlalchemy import engines
 from sqlalchemy import event, orm
 
+from masakari.db import sqlite
+
 # What a database failure raises: SQLAlchemy's errors, or oslo.db's translations of them on
 # PostgreSQL and MariaDB (a unique violation there is DBDuplicateEntry, not IntegrityError).
 DB_ERRORS = (sa.exc.SQLAlchemyError, db_exc.DBError)
 DUPLICATE_ERRORS = (sa.exc.IntegrityError, db_exc.DBDuplicateEntry)
-
-# SQLite is the embedded default, shared by one API and one engine process: WAL lets readers
-# run beside the writer, and the busy timeout makes a writer wait instead of failing.
-SQLITE_BUSY_TIMEOUT_MS = 30_000
 
 T = TypeVar("T")
 
@@ -43,7 +38,6 @@ class Database:
             bind=engine.execution_options(sqlite_begin="BEGIN IMMEDIATE"),
             expire_on_commit=False,
         )
-        self._turn = _write_turn(engine.url)
 
     @classmethod
     def from_url(cls, url: str, **engine_args: Any) -> Database:
@@ -117,68 +111,11 @@ class Database:
     @contextlib.contextmanager
     def writer(self) -> Iterator[orm.Session]:
         """Commit on success, roll back on any error: nothing is half-written."""
-        with self._turn(), self._writers.begin() as session:
+        with self._writers.begin() as session:
             yield session
 
     def dispose(self) -> None:
         self.engine.dispose()
-
-
-class _WriteTurn:
-    """SQLite's writers, of every process on the file, wait for their turn in the kernel.
-
-    SQLite's own wait for its write lock is a poll that sleeps longer the longer it has
-    waited (up to 100 ms between tries): a writer that started waiting a while ago keeps
-    missing the short gaps between other writers' transactions, while newcomers, polling
-    every millisecond, take them. An API request waited seconds behind the engine's claims
-    so. An exclusive ``flock`` on a file beside the database is granted the moment it is
-    released; one thread per process queues for it, the others behind a process lock.
-    SQLite's lock is then free whenever a writer begins, its busy timeout a fallback for
-    writers that do not take turns (the sqlite3 shell, another program).
-    """
-
-    def __init__(self, path: str) -> None:
-        self._path = path
-        self._lock = threading.Lock()
-        self._held = threading.local()
-        self._fd: int | None = None
-        self._pid = 0
-
-    def _file(self) -> int:
-        # A forked child must open its own: a flock belongs to the open file, which a fork
-        # shares with the parent.
-        if self._fd is None or self._pid != os.getpid():
-            self._fd = os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-            self._pid = os.getpid()
-        return self._fd
-
-    @contextlib.contextmanager
-    def __call__(self) -> Iterator[None]:
-        if getattr(self._held, "turn", False):  # a writer inside a writer: already ours
-            yield
-            return
-        with self._lock:
-            fd = self._file()
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            self._held.turn = True
-            try:
-                yield
-            finally:
-                self._held.turn = False
-                fcntl.flock(fd, fcntl.LOCK_UN)
-
-
-_TURNS: dict[str, _WriteTurn] = {}
-_TURNS_LOCK = threading.Lock()
-
-
-def _write_turn(url: sa.engine.URL) -> Callable[[], contextlib.AbstractContextManager[None]]:
-    """The write turn of an SQLite file, one per file in a process; nothing for a server."""
-    if url.get_backend_name() != "sqlite" or not url.database or url.database == ":memory:":
-        return contextlib.nullcontext
-    path = os.path.abspath(url.database) + "-writer.lock"
-    with _TURNS_LOCK:
-        return _TURNS.setdefault(path, _WriteTurn(path))
 
 
 def lost_lock_race(exc: BaseException) -> bool:
@@ -324,35 +261,5 @@ def create_engine(url: str, **kwargs: Any) -> sa.engine.Engine:
     """oslo.db's engine (pool, retries, sql_mode) for servers; a tuned plain one for SQLite."""
     parsed = sa.engine.make_url(url)
     if parsed.get_backend_name() == "sqlite":
-        return _sqlite_engine(parsed, synchronous=kwargs.get("sqlite_synchronous", True))
+        return sqlite.create_engine(parsed, synchronous=kwargs.get("sqlite_synchronous", True))
     return engines.create_engine(url, **kwargs)
-
-
-def _sqlite_engine(url: sa.engine.URL, synchronous: bool) -> sa.engine.Engine:
-    in_memory = not url.database or url.database == ":memory:"
-    if url.database and not in_memory:
-        os.makedirs(os.path.dirname(os.path.abspath(url.database)), exist_ok=True)
-    engine = sa.create_engine(url, poolclass=sa.pool.StaticPool if in_memory else None)
-
-    @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
-        # The driver must not open transactions on its own: the "begin" hook below does,
-        # with the mode the session asked for.
-        dbapi_conn.isolation_level = None
-        dbapi_conn.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
-        if not in_memory:
-            dbapi_conn.execute("PRAGMA journal_mode = WAL")
-        if not synchronous:
-            dbapi_conn.execute("PRAGMA synchronous = OFF")
-
-    @event.listens_for(engine, "begin")
-    def _on_begin(conn: sa.engine.Connection) -> None:
-        mode = conn.get_execution_options().get("sqlite_begin", "BEGIN")
-        if mode == "BEGIN":
-            # A deferred BEGIN takes no lock and cannot fail busy: straight to the driver,
-            # without a statement execution's cost on every read.
-            conn.connection.driver_connection.execute(mode)  # type: ignore[union-attr]
-        else:
-            conn.exec_driver_sql(mode)
-
-    return engine

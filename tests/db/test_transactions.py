@@ -13,7 +13,7 @@ import pytest
 import sqlalchemy as sa
 from oslo_db import exception as db_exc
 
-from masakari.db import database
+from masakari.db import database, sqlite
 from masakari.db.database import Database, RetryPolicy, read, transaction
 
 SQLITE_ONLY = pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
@@ -140,15 +140,15 @@ def test_a_read_waits_for_the_database_but_does_not_replay_races(table, pauses):
 def test_sqlite_writers_wait_for_the_turn_another_process_holds(table, db_url):
     """The turn is a flock beside the file: one taken through another open file (as another
     process's is) keeps every writer of this process out until it is given back."""
-    path = os.path.abspath(sa.engine.make_url(db_url).database) + "-writer.lock"
+    path = os.path.abspath(sa.engine.make_url(db_url).database) + sqlite.TURN_SUFFIX
     other = os.open(path, os.O_RDWR | os.O_CREAT)
     fcntl.flock(other, fcntl.LOCK_EX)
     entered = threading.Event()
 
     def write() -> None:
         with table.writer() as session:
+            session.execute(sa.text("INSERT INTO t (n) VALUES (1)"))  # the turn comes first
             entered.set()
-            session.execute(sa.text("INSERT INTO t (n) VALUES (1)"))
 
     writer = threading.Thread(target=write)
     writer.start()
@@ -163,7 +163,7 @@ def test_sqlite_writers_wait_for_the_turn_another_process_holds(table, db_url):
 
 
 @SQLITE_ONLY
-def test_sqlite_writers_of_one_process_take_turns_and_may_nest(table, db_url):
+def test_sqlite_writers_of_one_process_take_turns(table, db_url):
     second = Database.from_url(db_url)  # another engine on the same file shares the turn
     inside: list[int] = []
     overlaps: list[int] = []
@@ -171,10 +171,10 @@ def test_sqlite_writers_of_one_process_take_turns_and_may_nest(table, db_url):
     def write(db: Database) -> None:
         for _ in range(5):
             with db.writer() as session:
+                session.execute(sa.text("INSERT INTO t (n) VALUES (1)"))
                 inside.append(1)
                 if len(inside) > 1:
                     overlaps.append(1)
-                session.execute(sa.text("INSERT INTO t (n) VALUES (1)"))
                 time.sleep(0.005)
                 inside.pop()
 
@@ -185,7 +185,22 @@ def test_sqlite_writers_of_one_process_take_turns_and_may_nest(table, db_url):
         t.join(30)
     assert overlaps == []
     assert len(rows(table)) == 15
-    # A writer opened inside a writer of the same thread does not wait for its own turn.
-    with table.writer(), second.writer() as inner:
-        assert inner.execute(sa.text("SELECT 1")).scalar() == 1
     second.dispose()
+
+
+@SQLITE_ONLY
+def test_a_failed_sqlite_writer_gives_its_turn_back(table):
+    with pytest.raises(sa.exc.OperationalError):
+        with table.writer() as session:
+            session.execute(sa.text("INSERT INTO t (n) VALUES (1)"))
+            session.execute(sa.text("INSERT INTO missing (n) VALUES (1)"))
+    done = threading.Event()
+
+    def write() -> None:
+        with table.writer() as session:
+            session.execute(sa.text("INSERT INTO t (n) VALUES (2)"))
+        done.set()
+
+    threading.Thread(target=write).start()
+    assert done.wait(10)
+    assert rows(table) == [2]
