@@ -142,23 +142,23 @@ _LINK_ERRORS = (sa.exc.OperationalError, sa.exc.InterfaceError)
 
 @dataclasses.dataclass(frozen=True)
 class RetryPolicy:
-    """How a transaction that lost a lock race is replayed: jittered, doubling pauses
-    (full jitter: each pause drawn below a ceiling that doubles from ``first_pause`` up to
+    """How a transaction that lost a race is replayed: jittered, doubling pauses (full
+    jitter: each pause drawn below a ceiling that doubles from ``first_pause`` up to
     ``max_pause``), for at most ``seconds`` or ``attempts`` tries, whichever comes first.
 
-    ``also`` names further errors replayed as lost races (the intake's guard insert).
+    ``lost``: the errors that are a lost race (by default a deadlock, or SQLite busy).
     """
 
     seconds: float | None = None
     attempts: int | None = None
     first_pause: float = 0.01
     max_pause: float = 0.25
-    also: Callable[[BaseException], bool] | None = None
+    lost: Callable[[BaseException], bool] = lost_lock_race
 
     def replays(self, exc: BaseException) -> bool:
-        return lost_lock_race(exc) or (self.also is not None and self.also(exc))
+        return isinstance(exc, DB_ERRORS) and self.lost(exc)
 
-    def _stop(self) -> tenacity.stop.stop_base:
+    def stop(self) -> tenacity.stop.stop_base:
         stop: tenacity.stop.stop_base = tenacity.stop_never
         if self.seconds is not None:
             stop = stop | tenacity.stop_after_delay(self.seconds)
@@ -180,7 +180,7 @@ def _retrying(
 ) -> tenacity.Retrying:
     """tenacity's loop for one transaction: lost races under ``policy`` (none: not
     replayed); with ``retry_while``, an unreachable database waited for until it raises."""
-    race_stop = policy._stop() if policy is not None else tenacity.stop_never
+    race_stop = policy.stop() if policy is not None else tenacity.stop_never
 
     def waits(exc: BaseException | None) -> bool:
         return retry_while is not None and isinstance(exc, DB_ERRORS) and unreachable(exc)
@@ -188,7 +188,7 @@ def _retrying(
     def replay(exc: BaseException) -> bool:
         if waits(exc):
             return True
-        return policy is not None and isinstance(exc, DB_ERRORS) and policy.replays(exc)
+        return policy is not None and policy.replays(exc)
 
     def stop(state: tenacity.RetryCallState) -> bool:
         if waits(state.outcome.exception() if state.outcome else None):

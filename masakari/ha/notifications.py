@@ -16,7 +16,7 @@ from masakari import exception, metrics
 from masakari.db import failures, guards, holds, mass_failure, progress
 from masakari.db import hosts as hosts_db
 from masakari.db import notifications as notifications_db
-from masakari.db.database import DB_ERRORS, Database, RetryPolicy, transaction
+from masakari.db.database import Database, RetryPolicy, transaction
 from masakari.db.models import Notification
 from masakari.db.paging import Row
 from masakari.ha import failed_task, intake
@@ -48,20 +48,22 @@ class NotificationRaceLost(exception.Conflict):
     )
 
 
-def _guard_insert_collided(exc: BaseException) -> bool:
-    """Two first uses of a host's guard, in parallel, insert the same key; one loses.
+def _race_lost(exc: BaseException) -> bool:
+    """A deadlock (a Galera certification failure among them), or two first uses of a host's
+    guard, in parallel, inserting the same key.
 
-    Only servers race here (SQLite writers take turns), and their unique violations come
-    translated by oslo.db: a plain IntegrityError is another fault, not replayed.
+    Only servers race here: SQLite writers take turns, and one that waited out SQLite's busy
+    timeout is an outage to report, not a lost race to answer 409. Servers' unique
+    violations come translated by oslo.db: a plain IntegrityError is another fault.
     """
-    return isinstance(exc, db_exc.DBDuplicateEntry)
+    return isinstance(exc, (db_exc.DBDeadlock, db_exc.DBDuplicateEntry))
 
 
 INTAKE_RACES = RetryPolicy(
     attempts=RACE_RETRIES + 1,
     first_pause=RACE_RETRY_INTERVAL,
     max_pause=RACE_RETRY_MAX_INTERVAL,
-    also=_guard_insert_collided,
+    lost=_race_lost,
 )
 
 
@@ -96,9 +98,7 @@ def record(
         row, reason = transaction(
             db, lambda session: _record(session, data, generated_time, rules), policy=INTAKE_RACES
         )
-    except DB_ERRORS as exc:
-        if not INTAKE_RACES.replays(exc):
-            raise
+    except (db_exc.DBDeadlock, db_exc.DBDuplicateEntry) as exc:
         raise NotificationRaceLost(host=data["hostname"], type=data["type"]) from exc
     if reason is not None:
         # The one place a hold is decided: counted here, after the commit.
