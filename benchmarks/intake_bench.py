@@ -2,6 +2,7 @@
 
     .venv/bin/python -m benchmarks.intake_bench [--notifications 1000] [--hosts 100]
         [--clients 50] [--databases sqlite,postgresql] [--reference-python .ref-venv/bin/python]
+        [--scenario burst|latency] [--repeats N] [--baseline-source DIR] [--project-source DIR]
 
 One run per implementation and database: a Nova simulator with ``--hosts`` compute hosts of
 one instance per notification; masakari (one API worker, one engine; or the reference's API
@@ -15,6 +16,11 @@ Measured from the first POST: when the last POST was answered (accepted: 202), a
 every notification had ended (read with list requests every 0.25 s). The reference's API
 pauses each POST a random 0-5 s by default (``notification_delay_max``); both runs set it
 to 0, as recovery_bench does.
+
+``--scenario latency`` (docs/benchmarks.md, "Intake latency on SQLite"): each POST of
+``--clients`` clients timed while the engine claims and ends each report (PROCESS STARTED,
+no Nova call); req/s, p50, p90, p99. The sides (the reference, ``--baseline-source`` as
+"before", the project) run in turn ``--repeats`` times, with the load average of each run.
 """
 
 from __future__ import annotations
