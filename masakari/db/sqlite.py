@@ -15,6 +15,7 @@ that do not take turns (the sqlite3 shell, another program).
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import threading
 from typing import Any
@@ -22,6 +23,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy import event
 
+LOG = logging.getLogger(__name__)
 BUSY_TIMEOUT_MS = 30_000
 TURN_SUFFIX = "-writer.lock"
 
@@ -43,12 +45,23 @@ class WriteTurn:
         self._fd: int | None = None
         self._pid = 0
 
-    def _file(self) -> int:
+    def _file(self) -> int | None:
         # A forked child opens its own: a flock belongs to the open file, which a fork
         # shares with the parent.
-        if self._fd is None or self._pid != os.getpid():
-            self._fd = os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        if self._pid != os.getpid():
             self._pid = os.getpid()
+            try:
+                # Like SQLite's own -wal and -shm files: whoever may write the database may
+                # open it (0666 less the umask).
+                self._fd = os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+            except OSError as exc:
+                LOG.warning(
+                    "Cannot open %s (%s): this process's writers wait in SQLite's busy "
+                    "handler instead of taking turns.",
+                    self._path,
+                    exc,
+                )
+                self._fd = None
         return self._fd
 
     def take(self) -> None:
@@ -56,7 +69,9 @@ class WriteTurn:
         if depth == 0:
             self._lock.acquire()
             try:
-                fcntl.flock(self._file(), fcntl.LOCK_EX)
+                fd = self._file()
+                if fd is not None:
+                    fcntl.flock(fd, fcntl.LOCK_EX)
             except BaseException:
                 self._lock.release()
                 raise
@@ -69,7 +84,8 @@ class WriteTurn:
         self._depth.n = depth - 1
         if depth == 1:
             try:
-                fcntl.flock(self._file(), fcntl.LOCK_UN)
+                if self._fd is not None:
+                    fcntl.flock(self._fd, fcntl.LOCK_UN)
             finally:
                 self._lock.release()
 

@@ -204,3 +204,18 @@ def test_a_failed_sqlite_writer_gives_its_turn_back(table):
     threading.Thread(target=write).start()
     assert done.wait(10)
     assert rows(table) == [2]
+
+
+def test_sqlite_writers_work_without_the_turn_file(tmp_path):
+    """A turn file that cannot be opened (here a directory in its place): the writers wait
+    in SQLite's busy handler as they would without turns, and still write."""
+    path = tmp_path / "alone.db"
+    (tmp_path / ("alone.db" + sqlite.TURN_SUFFIX)).mkdir()
+    db = Database.from_url(f"sqlite:///{path}")
+    try:
+        with db.writer() as session:
+            session.execute(sa.text("CREATE TABLE t (n INTEGER)"))
+            session.execute(sa.text("INSERT INTO t (n) VALUES (1)"))
+        assert rows(db) == [1]
+    finally:
+        db.dispose()
