@@ -11,6 +11,7 @@ from masakari import policy
 from masakari.compute import nova
 from masakari.db.database import Database
 from masakari.engine import wakeup
+from masakari.ha import intake
 from masakari.notifier import Notifier
 
 
@@ -25,6 +26,8 @@ class AppState:
     notifier: Notifier
     # Called with a notification's uuid once its row is committed (transport_url set).
     wake_engine: wakeup.Wake = wakeup.nothing
+    # The duplicate window, maintenance rule and [guards], built once from ``conf``.
+    intake_rules: intake.Rules = intake.Rules()
 
 
 def nova_compute_check(conf: cfg.ConfigOpts) -> Callable[[str], None]:
@@ -48,4 +51,5 @@ def make_state(
         check_compute=check_compute or nova_compute_check(conf),
         wake_engine=wakeup.sender(conf),
         notifier=Notifier(conf, "masakari-api"),
+        intake_rules=intake.Rules.from_conf(conf),
     )

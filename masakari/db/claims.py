@@ -18,10 +18,11 @@ from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy import orm
+from sqlalchemy.dialects import mysql, postgresql, sqlite
 
 from masakari.db import guards, holds
 from masakari.db.database import affected_rows
-from masakari.db.models import Notification, NotificationClaim
+from masakari.db.models import Notification, NotificationClaim, utcnow
 from masakari.db.statuses import ERROR, FAILED, NEW, RUNNING
 
 
@@ -103,8 +104,45 @@ def claim(
     )
     if affected_rows(result) != 1:
         return ClaimResult.GONE
-    _put(session, notification_uuid, owner, token, expires_at, only_if_expired_before=None)
+    _replace_claim(session, notification_uuid, owner, token, expires_at)
     return ClaimResult.CLAIMED
+
+
+def _replace_claim(
+    session: orm.Session,
+    notification_uuid: str,
+    owner: str,
+    token: int,
+    expires_at: datetime.datetime,
+) -> None:
+    """Insert the claim row of a notification just moved to running, or replace the one left.
+
+    A row left by an earlier attempt (given up, or of an error now retried) is not live:
+    the notification was not running. One statement, not an update, a read and an insert:
+    on SQLite each statement of a claim is time the write lock is held.
+    """
+    now = utcnow()
+    row = {"owner": owner, "attempt": token, "expires_at": expires_at, "fence": 0}
+    new = {"notification_uuid": notification_uuid, "created_at": now, **row}
+    backend = session.get_bind().dialect.name
+    stmt: sa.Executable
+    if backend == "mysql":
+        stmt = (
+            mysql.insert(NotificationClaim)
+            .values(new)
+            .on_duplicate_key_update(**row, updated_at=now)
+        )
+    else:
+        insert = postgresql.insert if backend == "postgresql" else sqlite.insert
+        stmt = (
+            insert(NotificationClaim)
+            .values(new)
+            .on_conflict_do_update(
+                index_elements=[NotificationClaim.notification_uuid],
+                set_={**row, "updated_at": now},
+            )
+        )
+    session.execute(stmt)
 
 
 def _put(

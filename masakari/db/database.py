@@ -3,31 +3,24 @@
 from __future__ import annotations
 
 import contextlib
-import os
-import random
+import dataclasses
 import time
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar, cast
 
 import sqlalchemy as sa
+import tenacity
 from oslo_config import cfg
 from oslo_db import exception as db_exc
 from oslo_db.sqlalchemy import engines
 from sqlalchemy import event, orm
 
+from masakari.db import sqlite
+
 # What a database failure raises: SQLAlchemy's errors, or oslo.db's translations of them on
 # PostgreSQL and MariaDB (a unique violation there is DBDuplicateEntry, not IntegrityError).
 DB_ERRORS = (sa.exc.SQLAlchemyError, db_exc.DBError)
 DUPLICATE_ERRORS = (sa.exc.IntegrityError, db_exc.DBDuplicateEntry)
-
-# SQLite is the embedded default, shared by one API and one engine process: WAL lets readers
-# run beside the writer, and the busy timeout makes a writer wait instead of failing.
-SQLITE_BUSY_TIMEOUT_MS = 30_000
-
-# How long a transaction that keeps losing lock races is replayed, and the pauses between.
-WRITE_RETRY_SECONDS = 15.0
-WRITE_BACKOFF = 0.01
-WRITE_BACKOFF_MAX = 0.25
 
 T = TypeVar("T")
 
@@ -147,39 +140,94 @@ def unreachable(exc: BaseException) -> bool:
 _LINK_ERRORS = (sa.exc.OperationalError, sa.exc.InterfaceError)
 
 
-def _pauses() -> Iterator[float]:
-    """Jittered, doubling pauses between two tries of a transaction."""
-    pause = WRITE_BACKOFF
-    while True:
-        yield pause * (1 + random.random())
-        pause = min(pause * 2, WRITE_BACKOFF_MAX)
+@dataclasses.dataclass(frozen=True)
+class RetryPolicy:
+    """How a transaction that lost a race is replayed: jittered, doubling pauses (full
+    jitter: each pause drawn below a ceiling that doubles from ``first_pause`` up to
+    ``max_pause``), for at most ``seconds`` or ``attempts`` tries, whichever comes first.
+
+    ``lost``: the errors that are a lost race (by default a deadlock, or SQLite busy).
+    """
+
+    seconds: float | None = None
+    attempts: int | None = None
+    first_pause: float = 0.01
+    max_pause: float = 0.25
+    lost: Callable[[BaseException], bool] = lost_lock_race
+
+    def replays(self, exc: BaseException) -> bool:
+        return isinstance(exc, DB_ERRORS) and self.lost(exc)
+
+    def stop(self) -> tenacity.stop.stop_base:
+        stop: tenacity.stop.stop_base = tenacity.stop_never
+        if self.seconds is not None:
+            stop = stop | tenacity.stop_after_delay(self.seconds)
+        if self.attempts is not None:
+            stop = stop | tenacity.stop_after_attempt(self.attempts)
+        return stop
+
+
+# The engine's transactions: a few seconds of contention, past which the caller is told.
+LOCK_RACES = RetryPolicy(seconds=15.0)
+
+
+def _sleep(seconds: float) -> None:
+    time.sleep(seconds)  # looked up at each pause: tests record the pauses instead
+
+
+def _retrying(
+    policy: RetryPolicy | None, retry_while: Callable[[], None] | None
+) -> tenacity.Retrying:
+    """tenacity's loop for one transaction: lost races under ``policy`` (none: not
+    replayed); with ``retry_while``, an unreachable database waited for until it raises."""
+    race_stop = policy.stop() if policy is not None else tenacity.stop_never
+
+    def waits(exc: BaseException | None) -> bool:
+        return retry_while is not None and isinstance(exc, DB_ERRORS) and unreachable(exc)
+
+    def replay(exc: BaseException) -> bool:
+        if waits(exc):
+            return True
+        return policy is not None and policy.replays(exc)
+
+    def stop(state: tenacity.RetryCallState) -> bool:
+        if waits(state.outcome.exception() if state.outcome else None):
+            assert retry_while is not None
+            retry_while()  # raises when the wait must end (an engine's lease ran out)
+            return False
+        return bool(race_stop(state))
+
+    pauses = policy or LOCK_RACES
+    return tenacity.Retrying(
+        retry=tenacity.retry_if_exception(replay),
+        stop=stop,
+        wait=tenacity.wait_random_exponential(multiplier=pauses.first_pause, max=pauses.max_pause),
+        sleep=_sleep,
+        reraise=True,
+    )
 
 
 def transaction(
     db: Database,
     fn: Callable[[orm.Session], T],
     retry_while: Callable[[], None] | None = None,
+    policy: RetryPolicy = LOCK_RACES,
 ) -> T:
     """Run ``fn`` in one writer transaction; run it again when it lost a lock race.
 
     Only for transactions that read, then write under conditions: a deadlock victim (or, on
     SQLite, a transaction whose snapshot went stale before its first write) is safe to
-    replay, because the replay decides again on what is committed then. With
-    ``retry_while``, an unreachable database is waited for too, as long as that callable
-    does not raise (an engine's lease that runs out ends the wait).
+    replay, because the replay decides again on what is committed then. Past ``policy``'s
+    bound the last error is raised. With ``retry_while``, an unreachable database is waited
+    for too, as long as that callable does not raise (an engine's lease that runs out ends
+    the wait).
     """
-    deadline = time.monotonic() + WRITE_RETRY_SECONDS
-    for pause in _pauses():
-        try:
-            with db.writer() as session:
-                return fn(session)
-        except DB_ERRORS as exc:
-            if retry_while is not None and unreachable(exc):
-                retry_while()
-            elif not lost_lock_race(exc) or time.monotonic() > deadline:
-                raise
-        time.sleep(pause)
-    raise AssertionError("unreachable")  # _pauses() never ends
+
+    def attempt() -> T:
+        with db.writer() as session:
+            return fn(session)
+
+    return _retrying(policy, retry_while)(attempt)
 
 
 def read(
@@ -188,16 +236,12 @@ def read(
     retry_while: Callable[[], None],
 ) -> T:
     """Run ``fn`` in a reader; wait for an unreachable database while ``retry_while`` allows."""
-    for pause in _pauses():
-        try:
-            with db.reader() as session:
-                return fn(session)
-        except DB_ERRORS as exc:
-            if not unreachable(exc):
-                raise
-            retry_while()
-        time.sleep(pause)
-    raise AssertionError("unreachable")  # _pauses() never ends
+
+    def attempt() -> T:
+        with db.reader() as session:
+            return fn(session)
+
+    return _retrying(None, retry_while)(attempt)
 
 
 def flush_unique(session: orm.Session, error: Exception) -> None:
@@ -217,35 +261,5 @@ def create_engine(url: str, **kwargs: Any) -> sa.engine.Engine:
     """oslo.db's engine (pool, retries, sql_mode) for servers; a tuned plain one for SQLite."""
     parsed = sa.engine.make_url(url)
     if parsed.get_backend_name() == "sqlite":
-        return _sqlite_engine(parsed, synchronous=kwargs.get("sqlite_synchronous", True))
+        return sqlite.create_engine(parsed, synchronous=kwargs.get("sqlite_synchronous", True))
     return engines.create_engine(url, **kwargs)
-
-
-def _sqlite_engine(url: sa.engine.URL, synchronous: bool) -> sa.engine.Engine:
-    in_memory = not url.database or url.database == ":memory:"
-    if url.database and not in_memory:
-        os.makedirs(os.path.dirname(os.path.abspath(url.database)), exist_ok=True)
-    engine = sa.create_engine(url, poolclass=sa.pool.StaticPool if in_memory else None)
-
-    @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
-        # The driver must not open transactions on its own: the "begin" hook below does,
-        # with the mode the session asked for.
-        dbapi_conn.isolation_level = None
-        dbapi_conn.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
-        if not in_memory:
-            dbapi_conn.execute("PRAGMA journal_mode = WAL")
-        if not synchronous:
-            dbapi_conn.execute("PRAGMA synchronous = OFF")
-
-    @event.listens_for(engine, "begin")
-    def _on_begin(conn: sa.engine.Connection) -> None:
-        mode = conn.get_execution_options().get("sqlite_begin", "BEGIN")
-        if mode == "BEGIN":
-            # A deferred BEGIN takes no lock and cannot fail busy: straight to the driver,
-            # without a statement execution's cost on every read.
-            conn.connection.driver_connection.execute(mode)  # type: ignore[union-attr]
-        else:
-            conn.exec_driver_sql(mode)
-
-    return engine

@@ -8,19 +8,19 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from oslo_db import api as oslo_db_api
 from oslo_db import exception as db_exc
 from oslo_utils import timeutils, uuidutils
+from sqlalchemy import orm
 
 from masakari import exception, metrics
-from masakari.conf import host_return as host_return_opts
 from masakari.db import failures, guards, holds, mass_failure, progress
 from masakari.db import hosts as hosts_db
 from masakari.db import notifications as notifications_db
-from masakari.db.database import Database
+from masakari.db.database import Database, RetryPolicy, transaction
 from masakari.db.models import Notification
 from masakari.db.paging import Row
-from masakari.ha import failed_task
+from masakari.ha import failed_task, intake
+from masakari.ha.intake import Report, Rules
 
 LOG = logging.getLogger(__name__)
 MAINTENANCE_MESSAGE = (
@@ -48,13 +48,23 @@ class NotificationRaceLost(exception.Conflict):
     )
 
 
-def _guard_insert_collided(exc: BaseException) -> bool:
-    """Two first uses of a host's guard, in parallel, insert the same key; one loses.
+def _race_lost(exc: BaseException) -> bool:
+    """A deadlock (a Galera certification failure among them), or two first uses of a host's
+    guard, in parallel, inserting the same key.
 
-    Only servers race here (SQLite writers take turns), and their unique violations come
-    translated by oslo.db: a plain IntegrityError is another fault, not retried.
+    Only servers race here: SQLite writers take turns, and one that waited out SQLite's busy
+    timeout is an outage to report, not a lost race to answer 409. Servers' unique
+    violations come translated by oslo.db: a plain IntegrityError is another fault.
     """
-    return isinstance(exc, db_exc.DBDuplicateEntry)
+    return isinstance(exc, (db_exc.DBDeadlock, db_exc.DBDuplicateEntry))
+
+
+INTAKE_RACES = RetryPolicy(
+    attempts=RACE_RETRIES + 1,
+    first_pause=RACE_RETRY_INTERVAL,
+    max_pause=RACE_RETRY_MAX_INTERVAL,
+    lost=_race_lost,
+)
 
 
 def to_utc(value: str) -> datetime.datetime:
@@ -68,51 +78,26 @@ def to_utc(value: str) -> datetime.datetime:
         raise ValueError(str(exc)) from exc
 
 
-def window_start(generated_time: datetime.datetime, seconds: int) -> datetime.datetime:
-    try:
-        return generated_time - datetime.timedelta(seconds=seconds)
-    except OverflowError:
-        return datetime.datetime.min
-
-
-@dataclasses.dataclass(frozen=True)
-class Rules:
-    """The [guards] rules applied at intake; the defaults are the reference's (none)."""
-
-    thresholds: mass_failure.Thresholds = mass_failure.Thresholds()
-    hold_unknown: bool = False
-    # [host_return] on: a host on maintenance may report that it is back.
-    host_return: bool = False
-
-    @classmethod
-    def from_conf(cls, conf: Any) -> Rules:
-        return cls(
-            mass_failure.Thresholds.from_conf(conf),
-            conf.guards.hold_unknown_host_reports,
-            host_return_opts.enabled(conf),
-        )
-
-
-def create(
-    db: Database, duplicate_window: int, data: Mapping[str, Any], rules: Rules = Rules()
-) -> Notification:
+def create(db: Database, data: Mapping[str, Any], rules: Rules = Rules()) -> Notification:
     """Record a notification in status new, or refuse it: :func:`record` without the hold."""
-    return record(db, duplicate_window, data, rules)[0]
+    return record(db, data, rules)[0]
 
 
 def record(
-    db: Database, duplicate_window: int, data: Mapping[str, Any], rules: Rules = Rules()
+    db: Database, data: Mapping[str, Any], rules: Rules = Rules()
 ) -> tuple[Notification, str | None]:
     """Record a notification in status new, or refuse it; with why it is held, if it is.
 
     400 when the host is unknown, 409 when it is on maintenance, 409 when a notification of
     the same type and host with an equal payload (any status) was generated no earlier than
-    ``duplicate_window`` seconds before this one. N identical concurrent requests, through
-    any number of API processes and database nodes, give exactly one 202.
+    ``rules.duplicate_window`` seconds before this one. N identical concurrent requests,
+    through any number of API processes and database nodes, give exactly one 202.
     """
     generated_time = to_utc(data["generated_time"])
     try:
-        row, reason = _record(db, duplicate_window, data, generated_time, rules)
+        row, reason = transaction(
+            db, lambda session: _record(session, data, generated_time, rules), policy=INTAKE_RACES
+        )
     except (db_exc.DBDeadlock, db_exc.DBDuplicateEntry) as exc:
         raise NotificationRaceLost(host=data["hostname"], type=data["type"]) from exc
     if reason is not None:
@@ -127,31 +112,8 @@ def record(
     return row, reason
 
 
-def _is_return_report(data: Mapping[str, Any]) -> bool:
-    """A report that a host is back (STARTED, NORMAL): what [host_return] acts on."""
-    payload = data.get("payload")
-    event = str(payload.get("event") or "").upper() if isinstance(payload, Mapping) else ""
-    return _host_status(data) == "NORMAL" and event == "STARTED"
-
-
-def _host_status(data: Mapping[str, Any]) -> str:
-    payload = data.get("payload")
-    if data["type"] != "COMPUTE_HOST" or not isinstance(payload, Mapping):
-        return ""
-    return str(payload.get("host_status") or "").upper()
-
-
-@oslo_db_api.wrap_db_retry(
-    max_retries=RACE_RETRIES,
-    retry_interval=RACE_RETRY_INTERVAL,
-    inc_retry_interval=True,
-    max_retry_interval=RACE_RETRY_MAX_INTERVAL,
-    retry_on_deadlock=True,
-    exception_checker=_guard_insert_collided,
-)
 def _record(
-    db: Database,
-    duplicate_window: int,
+    session: orm.Session,
     data: Mapping[str, Any],
     generated_time: datetime.datetime,
     rules: Rules,
@@ -161,46 +123,44 @@ def _record(
     The row lock on the host serialises requests on one server only (a Galera node does
     not share it); the guard is a write, so two attempts on one host conflict on every
     backend: the second waits for the first (PostgreSQL, InnoDB) or fails with a deadlock
-    at commit (Galera) and is replayed. The guard is written before the duplicate lookup:
+    at commit (Galera) and is replayed. The guards are written before the duplicate lookup:
     that read then sees every notification committed before the guard was ours (InnoDB
     takes its snapshot at the first plain read, PostgreSQL at each statement).
     """
-    failure = mass_failure.is_failure_report(data["type"], data["payload"])
-    with db.writer() as session:
-        host = hosts_db.get_by_name_for_update(session, data["hostname"])
-        guards.hold(session, host.uuid)
-        if failure:
-            mass_failure.take_guards(session, rules.thresholds, host.failover_segment_id)
-        if host.on_maintenance and not (rules.host_return and _is_return_report(data)):
-            raise exception.HostOnMaintenance(
-                message=MAINTENANCE_MESSAGE % {"host": data["hostname"], "type": data["type"]}
-            )
-        since = window_start(generated_time, duplicate_window)
-        if notifications_db.has_duplicate(session, data["type"], host.uuid, data["payload"], since):
-            raise exception.DuplicateNotification(
-                message=DUPLICATE_MESSAGE % {"host": data["hostname"], "type": data["type"]}
-            )
-        row = notifications_db.create(
-            session,
-            type_=data["type"],
-            generated_time=generated_time,
-            source_host_uuid=host.uuid,
-            failover_segment_uuid=host.failover_segment_id,
-            payload=data["payload"],
+    report = Report.of(data["type"], data["payload"])
+    host = hosts_db.get_by_name_for_update(session, data["hostname"])
+    for key in rules.guard_keys(report, host.uuid, host.failover_segment_id):
+        guards.hold(session, key)
+    if rules.refused_on_maintenance(report, bool(host.on_maintenance)):
+        raise exception.HostOnMaintenance(
+            message=MAINTENANCE_MESSAGE % {"host": data["hostname"], "type": data["type"]}
         )
-        reason = None
-        status = _host_status(data)
-        if rules.hold_unknown and status == "NORMAL":
-            _supersede_unknown(session, host.uuid, row.notification_uuid)
-        if rules.hold_unknown and status == "UNKNOWN":
-            reason = holds.REASON_UNKNOWN
-        elif failure:
-            reason = mass_failure.hold_reason(
-                session, rules.thresholds, host.uuid, host.failover_segment_id, generated_time
-            )
-        if reason is not None:
-            holds.hold(session, row.notification_uuid, reason)
-        return row, reason
+    since = rules.duplicates_since(generated_time)
+    if notifications_db.has_duplicate(session, data["type"], host.uuid, data["payload"], since):
+        raise exception.DuplicateNotification(
+            message=DUPLICATE_MESSAGE % {"host": data["hostname"], "type": data["type"]}
+        )
+    row = notifications_db.create(
+        session,
+        type_=data["type"],
+        generated_time=generated_time,
+        source_host_uuid=host.uuid,
+        failover_segment_uuid=host.failover_segment_id,
+        payload=data["payload"],
+    )
+    if rules.supersedes_unknown(report):
+        _supersede_unknown(session, host.uuid, row.notification_uuid)
+
+    def count_failures(since: datetime.datetime, segment: str | None) -> tuple[set[str], int]:
+        reports = mass_failure.compute_host_reports(session, since, segment)
+        return intake.failed_hosts(reports), mass_failure.host_count(session, segment)
+
+    reason = rules.hold_reason(
+        report, host.uuid, host.failover_segment_id, generated_time, count_failures
+    )
+    if reason is not None:
+        holds.hold(session, row.notification_uuid, reason)
+    return row, reason
 
 
 def _supersede_unknown(session: Any, host_uuid: str, notification_uuid: str) -> None:

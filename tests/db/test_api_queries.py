@@ -33,7 +33,7 @@ def notify(db: Database, host: str, when: str, **payload: str) -> Any:
         "generated_time": when,
         "payload": payload or {"event": "STOPPED", "process_name": "nova-compute"},
     }
-    return notifications.create(db, 180, data)
+    return notifications.create(db, data)
 
 
 def names(rows: list[Any]) -> list[str]:

@@ -15,8 +15,8 @@ import pytest
 
 from masakari.db import claims, holds, migration, queue
 from masakari.db.database import Database
-from masakari.db.mass_failure import Thresholds
 from masakari.ha import hosts, notifications, segments
+from masakari.ha.intake import Thresholds
 
 NOW = datetime.datetime(2026, 6, 1, 10, 0, 0)
 # The rules are plain Python over simple queries: SQLite shows them. The queue's SQL and the
@@ -54,7 +54,7 @@ def report(host: str, seconds: int = 0, status: str = "NORMAL", event: str = "ST
 
 
 def record(db: Database, data: Any, rules: notifications.Rules) -> tuple[str, str | None]:
-    row, reason = notifications.record(db, 180, data, rules)
+    row, reason = notifications.record(db, data, rules)
     return row.notification_uuid, reason
 
 

@@ -194,7 +194,7 @@ def test_notification_release_and_cancel(conf_file: str, capsys) -> None:
                 "generated_time": "2026-06-01T10:00:00",
                 "payload": {"event": "STOPPED", "host_status": "UNKNOWN"},
             }
-            row, reason = notifications_api.record(db, 180, report, rules)
+            row, reason = notifications_api.record(db, report, rules)
             assert reason == holds.REASON_UNKNOWN
             held.append(row.notification_uuid)
     finally:

@@ -114,12 +114,7 @@ def _create(req: ApiRequest) -> Reply:
     row, hold_reason = notify.notification_create(
         req,
         data,
-        lambda: notifications_api.record(
-            req.state.db,
-            req.state.conf.duplicate_notification_detection_interval,
-            data,
-            notifications_api.Rules.from_conf(req.state.conf),
-        ),
+        lambda: notifications_api.record(req.state.db, data, req.state.intake_rules),
     )
     req.state.wake_engine(row.notification_uuid)
     if req.at_least("1.4"):
