@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, TypeVar
 from oslo_config import cfg
 
 from masakari import exception
+from masakari.engine.capacity import Capacities, NoPlacement
 from masakari.engine.effects import Effects
 from masakari.engine.errors import Cancelled, PollTimeout
 from masakari.engine.lease import Lease
@@ -29,7 +30,8 @@ class RunContext:
     """One run of one notification: everything a flow and its tasks may touch.
 
     ``nova`` answers reads; every change, in Nova or in the database, goes through
-    ``effects``; both only while the effects' ``lease`` runs.
+    ``effects``; both only while the effects' ``lease`` runs. ``placement`` answers the
+    capacity checks (the engine's client, built in cmd/).
     """
 
     conf: cfg.ConfigOpts
@@ -41,6 +43,7 @@ class RunContext:
     # Shared by the engine's runs: the evacuation cap and the batched poll (None: off).
     slots: EvacuationSlots | None = None
     host_poller: HostPoller | None = None
+    placement: Capacities = dataclasses.field(default_factory=NoPlacement)
 
     @property
     def notification_uuid(self) -> str:

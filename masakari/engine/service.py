@@ -29,6 +29,7 @@ from masakari.db import claims, database, engines, queue, statuses
 from masakari.db.database import Database, transaction
 from masakari.db.queue import Candidate
 from masakari.engine import logtag, tasks, wakeup
+from masakari.engine.capacity import Capacities, DeferredPlacement
 from masakari.engine.context import RunContext
 from masakari.engine.effects import Effects
 from masakari.engine.errors import Cancelled
@@ -108,10 +109,12 @@ class EngineService:
         sweep_interval: float = SWEEP_INTERVAL,
         flows: FlowTasks | None = None,
         leadership: coordination.Leadership | None = None,
+        placement: Capacities | None = None,
     ) -> None:
         self.conf = conf
         self.db = db
         self.nova = nova
+        self.placement = placement or DeferredPlacement(conf, nova)
         self.clock = clock or Clock()
         # A fresh id per process: a restarted engine does not inherit its old claims, it
         # takes them over once they expire like any other engine would.
@@ -439,6 +442,7 @@ class EngineService:
             cancel=item.cancel,
             slots=self.slots,
             host_poller=self.host_poller,
+            placement=self.placement,
         )
         started = self.clock.monotonic()
         try:

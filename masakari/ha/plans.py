@@ -11,13 +11,15 @@ from masakari.db.database import Database
 from masakari.db.models import Host
 from masakari.db.paging import Row
 from masakari.engine import plan
+from masakari.engine.capacity import Capacities
+from masakari.engine.ports import NovaReads
 
 
 def for_host(
     conf: cfg.ConfigOpts,
     db: Database,
-    nova: plan.Reads,
-    placement: plan.Capacities,
+    nova: NovaReads,
+    placement: Capacities,
     host: Host | Row,
 ) -> plan.Plan:
     """What recovering ``host`` would do now; reads only."""

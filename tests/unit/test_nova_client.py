@@ -15,7 +15,8 @@ from oslo_config import cfg
 
 from masakari import exception
 from masakari.compute import nova
-from masakari.compute.nova import NovaClient, NovaRequestError, Server
+from masakari.compute.nova import NovaClient, NovaRequestError
+from masakari.compute.servers import Server
 from tests.fakes.nova import FakeClock, NovaSimulator
 
 SERVER = "a1000000-0000-4000-8000-000000000001"
@@ -160,9 +161,10 @@ def test_disable_without_reason_sends_none(sim: NovaSimulator, client: NovaClien
 
 def test_results(sim: NovaSimulator, client: NovaClient) -> None:
     svc = client.get_compute_service("compute-1")
-    assert (svc["host"], svc["state"], svc["status"]) == ("compute-1", "down", "enabled")
+    assert (svc.host, svc.state, svc.status) == ("compute-1", "down", "enabled")
     client.evacuate(SERVER, "reserved-1")
-    server = Server.of(client.get_server(SERVER))
+    server = client.get_server(SERVER)
+    assert isinstance(server, Server)
     assert (server.host, server.hypervisor_hostname, server.vm_state) == (
         "reserved-1",
         "reserved-1",
@@ -190,7 +192,7 @@ def test_all_pages_are_read(count: int, requests_made: int) -> None:
         ids = [sim.add_server(host="compute-1") for _ in range(count)]
         sim.add_server(host="compute-2")
         servers = sim.client().list_servers_on_host("compute-1")
-        assert [s["id"] for s in servers] == ids[::-1]  # newest first, as Nova lists
+        assert [s.id for s in servers] == ids[::-1]  # newest first, as Nova lists
         calls = sim.nova_calls()
         assert len(calls) == requests_made
         assert calls[0]["query"] == [["all_tenants", "True"], ["host", "compute-1"]]
@@ -308,7 +310,7 @@ def test_timeout(sim: NovaSimulator) -> None:
 def test_a_get_that_times_out_is_retried(sim: NovaSimulator) -> None:
     sim.slow(2.0, method="GET", times=1)
     client = sim.client(timeout=0.2, get_retries=1, retry_delay=0.01)
-    assert client.get_server(SERVER)["id"] == SERVER
+    assert client.get_server(SERVER).id == SERVER
     assert [c["method"] for c in sim.nova_calls()] == ["GET", "GET"]
 
 
@@ -441,5 +443,5 @@ def test_deferred_client_fails_each_call_until_credentials_work(sim: NovaSimulat
     assert sim.nova_calls() == []
     # fixed in place (e.g. a test or a reloaded option): the next call builds the client
     conf.set_override("os_privileged_user_auth_url", auth_url)
-    assert deferred.get_server(SERVER)["id"] == SERVER
+    assert deferred.get_server(SERVER).id == SERVER
     nova.forget_clients()

@@ -12,44 +12,27 @@ from __future__ import annotations
 import concurrent.futures
 import dataclasses
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from masakari import exception, metrics
-from masakari.compute import placement
+from masakari.compute.servers import compute_service
 from masakari.db import spares
 from masakari.db.statuses import VMOVE_FAILED, VMOVE_ONGOING, VMOVE_PENDING, VMOVE_SUCCEEDED
-from masakari.engine import plan
+from masakari.engine import capacity, selection
 from masakari.engine.context import Cancelled, PollTimeout, RunContext, nova_message
 from masakari.engine.effects import Plan, VMoveData
 from masakari.engine.ports import Server
 from masakari.engine.recovery import groups
 from masakari.engine.recovery.flow import TaskContext, required, task
+from masakari.engine.selection import Selection
 from masakari.engine.slots import Slot
 
 LOG = logging.getLogger(__name__)
 
 # Nova's power_state for a shut-down instance.
 SHUTDOWN = 4
-VM_STATE = "OS-EXT-STS:vm_state"
-TASK_STATE = "OS-EXT-STS:task_state"
-POWER_STATE = "OS-EXT-STS:power_state"
-HYPERVISOR = "OS-EXT-SRV-ATTR:hypervisor_hostname"
-HOST = "OS-EXT-SRV-ATTR:host"
 TIMEOUT_MESSAGE = "Failed reason: timeout."
-
-
-def _hypervisor(server: Server) -> str | None:
-    return server.get(HYPERVISOR)
-
-
-def compute_host(server: Server) -> str | None:
-    """The compute service's host, which is the Masakari host name.
-
-    The reference compares the hypervisor hostname instead, which differs from the service
-    host where hypervisors report an FQDN: then any instance looked evacuated at once.
-    """
-    return server.get(HOST) or server.get(HYPERVISOR)
 
 
 def _plan(server: Server) -> Plan:
@@ -58,10 +41,10 @@ def _plan(server: Server) -> Plan:
     Nova's reset-state changes vm_state only, so the power state read here is the one the
     reference reads after its reset.
     """
-    vm_state = server.get(VM_STATE)
-    task_state = server.get(TASK_STATE)
+    vm_state = server.vm_state
+    task_state = server.task_state
     if vm_state not in ("active", "error", "stopped"):
-        stop_after = not (vm_state == "resized" and server.get(POWER_STATE) != SHUTDOWN)
+        stop_after = not (vm_state == "resized" and server.power_state != SHUTDOWN)
     elif vm_state == "stopped" and task_state is None:
         stop_after = False  # evacuated as stopped: nothing to stop afterwards
     elif task_state is not None:
@@ -80,7 +63,7 @@ def restore(run: RunContext, instance_uuid: str, plan: Plan, resumed: bool = Fal
         return
     conf = run.conf
     if resumed:
-        state = run.nova.get_server(instance_uuid).get(VM_STATE)
+        state = run.nova.get_server(instance_uuid).vm_state
         if state == "error" and plan.vm_state == "error":
             return
         must_stop = state != "stopped"
@@ -90,7 +73,7 @@ def restore(run: RunContext, instance_uuid: str, plan: Plan, resumed: bool = Fal
         run.effects.stop_server(instance_uuid)
 
         def stopped() -> bool:
-            return run.nova.get_server(instance_uuid).get(VM_STATE) == "stopped"
+            return run.nova.get_server(instance_uuid).vm_state == "stopped"
 
         try:
             run.poll(stopped, conf.verify_interval, conf.wait_period_after_power_off)
@@ -111,10 +94,10 @@ def _confirm(run: RunContext, instance_uuid: str, source: str | None, expected: 
     nova = run.nova
 
     def done(current: Server) -> bool:
-        state = current.get(VM_STATE)
+        state = current.vm_state
         if state == "error" and state != expected:
             raise exception.InstanceEvacuateFailed(instance_uuid=instance_uuid)
-        if compute_host(current) != source:
+        if current.compute_host != source:
             return bool((expected == "error" and state == "active") or expected == state)
         return False
 
@@ -151,8 +134,8 @@ class Prepared:
     @property
     def needs_reset(self) -> bool:
         # Nova evacuates only active, stopped and error instances without a task.
-        return self.server.get(VM_STATE) not in ("active", "error", "stopped") or (
-            self.server.get(TASK_STATE) is not None
+        return self.server.vm_state not in ("active", "error", "stopped") or (
+            self.server.task_state is not None
         )
 
 
@@ -172,7 +155,7 @@ def prepare(run: RunContext, vmove: VMoveData) -> Prepared | None:
             vmove.instance_uuid, _plan(server)
         )
         # The reference reads the server a second time just for "locked"; one read says both.
-        if not server.get("locked"):
+        if not server.locked:
             # Keep users away from the instance until its evacuation is confirmed.
             locked_by_us = True
             effects.lock_server(vmove.instance_uuid)
@@ -223,7 +206,7 @@ def evacuate_prepared(
         if prepared.needs_reset:
             effects.reset_state(vmove.instance_uuid, "error")
             server = nova.get_server(vmove.instance_uuid)
-        expected = server.get(VM_STATE)
+        expected = server.vm_state
 
         if not started:
             effects.update_vmove(vmove.id, status=VMOVE_ONGOING, start_time=run.clock.now())
@@ -234,7 +217,7 @@ def evacuate_prepared(
             if confirmed is not None:
                 confirmed()
         restore(run, vmove.instance_uuid, prepared.plan)
-        dest = _hypervisor(nova.get_server(vmove.instance_uuid))
+        dest = nova.get_server(vmove.instance_uuid).hypervisor_hostname
         effects.update_vmove(vmove.id, status=VMOVE_SUCCEEDED, dest_host=dest)
     except Cancelled:
         # Left pending/ongoing on purpose: the next attempt settles it from Nova's state.
@@ -264,21 +247,14 @@ def unlock(run: RunContext, instance_uuid: str) -> None:
         LOG.error("Unlocking instance %s failed, left for the next attempt: %s", instance_uuid, exc)
 
 
-def _order(
-    vmoves: Sequence[VMoveData],
-    ha_ids: set[str] | None,
-    priorities: Mapping[str, int | None] | None = None,
-    grouping: Mapping[str, int | None] | None = None,
-) -> list[VMoveData]:
-    """HA-enabled instances first; inside each group, the reference's order (newest row first),
-    or with [host_failure]/order_by_priority the priority order of masakari.engine.plan; with
-    [host_failure]/order_in_groups, all that inside each ordering group.
-
-    The reference starts with the non-HA instances (rewrite-pack § 3.4/§ 3.6), the opposite
-    of what [host_failure]/evacuate_all_instances documents.
-    """
-    ordered = sorted(vmoves, key=lambda v: v.id, reverse=True)
-    return plan.order(ordered, lambda v: v.instance_uuid, ha_ids, priorities, grouping)
+def _order(vmoves: Sequence[VMoveData], chosen: Selection | None) -> list[VMoveData]:
+    """The vmoves in the selection's evacuation order (masakari.engine.selection). Without a
+    prepare task in the flow, the reference's: HA-enabled first... of which nothing is known,
+    so its rows newest first."""
+    if chosen is None:
+        return sorted(vmoves, key=lambda v: v.id, reverse=True)
+    rank = {inst.id: n for n, inst in enumerate(chosen.ordered())}
+    return sorted(vmoves, key=lambda v: (rank.get(v.instance_uuid, len(rank)), -v.id))
 
 
 def _leave_what_cannot_fit(
@@ -286,15 +262,16 @@ def _leave_what_cannot_fit(
 ) -> list[VMoveData]:
     """With capacity_aware_targets: the vmoves to evacuate; those no target has room for
     (Placement) end failed with the reason, announced before the first evacuation."""
-    known = ctx.store.plan_instances
-    if not ctx.conf.host_failure.capacity_aware_targets or known is None:
+    chosen = ctx.store.selection
+    if not ctx.conf.host_failure.capacity_aware_targets or chosen is None:
         return vmoves
+    known = chosen.instances
     instances = [known[v.instance_uuid] for v in vmoves if v.instance_uuid in known]
     try:
-        left = plan.split_by_capacity(
+        left = capacity.split_by_capacity(
             instances,
             ctx.nova,
-            placement.get_client(ctx.conf),
+            ctx.run.placement,
             reserved_host=reserved_host,
             peers=[] if reserved_host else ctx.effects.peer_host_names(host_name),
         )
@@ -314,7 +291,7 @@ def _leave_what_cannot_fit(
             ctx.effects.update_vmove(
                 vmove.id,
                 status=VMOVE_FAILED,
-                message="Failed reason: " + plan.no_room(left_ids[vmove.instance_uuid]),
+                message="Failed reason: " + capacity.no_room(left_ids[vmove.instance_uuid]),
                 end_time=ctx.run.clock.now(),
             )
     return [v for v in vmoves if v.instance_uuid not in left_ids]
@@ -356,10 +333,8 @@ def _enable_reserved_host(ctx: TaskContext, host_name: str, reserved_host: str) 
     try:
         if ctx.conf.host_failure.add_reserved_host_to_aggregate:
             _add_to_aggregates(ctx, host_name, reserved_host)
-        services = ctx.nova.find_compute_services(reserved_host)
-        if not services:
-            raise exception.ComputeNotFoundByName(compute_name=reserved_host)
-        ctx.effects.enable_service(services[0]["id"])
+        service = compute_service(ctx.nova.find_compute_services(reserved_host), reserved_host)
+        ctx.effects.enable_service(service.id)
     except Cancelled:
         raise  # whoever takes over decides; this engine may write nothing more
     except BaseException:
@@ -540,14 +515,9 @@ def evacuate_instances(ctx: TaskContext) -> None:
     """Evacuate this attempt's instances, host_failure_recovery_threads at a time."""
     host_name = required(ctx.store.host_name, "host_name")
     reserved_host = ctx.store.reserved_host
-    known = ctx.store.plan_instances
-    grouping = plan.groups(known.values(), ctx.conf) if known else None
-    vmoves = _order(
-        _current_vmoves(ctx),
-        ctx.store.ha_instance_ids,
-        plan.priorities(known.values(), ctx.conf) if known else None,
-        grouping,
-    )
+    chosen = ctx.store.selection
+    grouping = selection.groups(chosen.instances.values(), ctx.conf) if chosen else None
+    vmoves = _order(_current_vmoves(ctx), chosen)
     everything = vmoves
     # Only pending ones: the prepare task already ended those it found unsafe to move.
     vmoves = [v for v in vmoves if v.status == VMOVE_PENDING]
