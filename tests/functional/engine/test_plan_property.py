@@ -201,9 +201,8 @@ def test_the_plan_is_what_the_engine_sends(template: Path, world: World) -> None
             assert not staying & {iid for iid, _ in sent}
             for step in view["instances"]:
                 if step["fits"] and step["target"] != "scheduler":
-                    assert sim.server(step["instance_id"])["OS-EXT-SRV-ATTR:host"] == (
-                        step["target"]
-                    )
+                    where = sim.server(step["instance_id"])["OS-EXT-SRV-ATTR:host"]
+                    assert where == step["target"]
     finally:
         db.dispose()
         shutil.rmtree(folder, ignore_errors=True)
