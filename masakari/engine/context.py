@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 from oslo_config import cfg
 
@@ -13,12 +13,10 @@ from masakari import exception
 from masakari.engine.capacity import Capacities, NoPlacement
 from masakari.engine.effects import Effects
 from masakari.engine.errors import Cancelled, PollTimeout
+from masakari.engine.hostpoll import HostPoller
 from masakari.engine.lease import Lease
 from masakari.engine.ports import Clock, NovaReads
-
-if TYPE_CHECKING:
-    from masakari.engine.hostpoll import HostPoller
-    from masakari.engine.slots import EvacuationSlots
+from masakari.engine.slots import EvacuationSlots
 
 __all__ = ["Cancelled", "Clock", "NovaReads", "PollTimeout", "RunContext"]
 

@@ -141,7 +141,7 @@ class EngineService:
             max_workers=self.workers + retry_workers, thread_name_prefix="recovery"
         )
         cap = conf.max_evacuations_in_flight
-        self.slots = EvacuationSlots(cap) if cap > 0 else None
+        self.slots = EvacuationSlots(cap, self.clock) if cap > 0 else None
         self.host_poller = (
             HostPoller(nova, conf.verify_interval, self.clock)
             if conf.evacuation_batched_polling

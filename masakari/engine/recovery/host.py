@@ -12,7 +12,8 @@ from masakari.conf import host_return as host_return_opts
 from masakari.db import statuses
 from masakari.engine import capacity, selection
 from masakari.engine.context import Cancelled, PollTimeout, RunContext
-from masakari.engine.recovery import evacuate, host_return
+from masakari.engine.effects import VMoveData
+from masakari.engine.recovery import host_return, moves
 from masakari.engine.recovery.flow import (
     Flow,
     FlowTasks,
@@ -79,7 +80,7 @@ def _settle_previous_evacuations(ctx: TaskContext, host_name: str) -> None:
     conf = ctx.conf
     for vmove in ctx.effects.vmoves(statuses=[statuses.VMOVE_ONGOING]):
 
-        def settled(vmove: evacuate.VMoveData = vmove) -> Server | None:
+        def settled(vmove: VMoveData = vmove) -> Server | None:
             server = Server.of(ctx.nova.get_server(vmove.instance_uuid))
             if server.task_state is None or server.compute_host != host_name:
                 return server
@@ -92,7 +93,7 @@ def _settle_previous_evacuations(ctx: TaskContext, host_name: str) -> None:
             was_error = plan is not None and plan.vm_state == "error"
             if server.compute_host != host_name and (server.vm_state != "error" or was_error):
                 if plan is not None:
-                    evacuate.restore(ctx.run, vmove.instance_uuid, plan, resumed=True)
+                    moves.restore(ctx.run, vmove.instance_uuid, plan, resumed=True)
                     server = Server.of(ctx.nova.get_server(vmove.instance_uuid))
                 values.update(status=statuses.VMOVE_SUCCEEDED, dest_host=server.hypervisor_hostname)
             else:
@@ -101,13 +102,13 @@ def _settle_previous_evacuations(ctx: TaskContext, host_name: str) -> None:
                     message="Failed reason: engine lost before confirmation.",
                 )
         except PollTimeout:
-            values.update(status=statuses.VMOVE_FAILED, message=evacuate.TIMEOUT_MESSAGE)
+            values.update(status=statuses.VMOVE_FAILED, message=moves.TIMEOUT_MESSAGE)
         except exception.NovaError as exc:
             values.update(status=statuses.VMOVE_FAILED, message=str(exc))
         ctx.effects.update_vmove(vmove.id, **values)
     # Instances the lost engine locked: unlocked now, locked again if evacuated again.
     for instance_uuid in ctx.effects.locked_instances():
-        evacuate.unlock(ctx.run, instance_uuid)
+        moves.unlock(ctx.run, instance_uuid)
 
 
 @task("PrepareHAEnabledInstancesTask")
@@ -183,7 +184,7 @@ def _say_out_of_scope(ctx: TaskContext, chosen: selection.Selection) -> None:
 
 
 def _leave_unsafe(
-    ctx: TaskContext, reasons: Mapping[str, str], created: list[evacuate.VMoveData]
+    ctx: TaskContext, reasons: Mapping[str, str], created: list[VMoveData]
 ) -> None:
     """Instances that cannot be evacuated safely: their vmoves end failed with the reason
     before any evacuation (the evacuation task moves only pending ones)."""
