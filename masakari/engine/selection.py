@@ -46,14 +46,19 @@ class Instance:
         found = Server.of(server)
         options = conf.host_failure
         metadata = found.metadata
+        # Who may set the ordering keys is the operator's choice (the instance's users, or
+        # the operator through the flavor); HA_Enabled stays the instance's, as Nova has it.
+        ordering = metadata
+        if options.ordering_metadata_source == "flavor":
+            ordering = found.flavor.get("extra_specs") or {}
         return cls(
             id=found.id,
             name=found.name,
             ha=strutils.bool_from_string(metadata.get(options.ha_enabled_instance_metadata_key)),
-            priority=priority_of(metadata, options.priority_instance_metadata_key),
+            priority=priority_of(ordering, options.priority_instance_metadata_key),
             resources=flavor_resources({"flavor": found.flavor}),
             vm_state=found.vm_state,
-            group=priority_of(metadata, options.group_instance_metadata_key),
+            group=priority_of(ordering, options.group_instance_metadata_key),
         )
 
 

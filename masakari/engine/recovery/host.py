@@ -183,9 +183,7 @@ def _say_out_of_scope(ctx: TaskContext, chosen: selection.Selection) -> None:
         )
 
 
-def _leave_unsafe(
-    ctx: TaskContext, reasons: Mapping[str, str], created: list[VMoveData]
-) -> None:
+def _leave_unsafe(ctx: TaskContext, reasons: Mapping[str, str], created: list[VMoveData]) -> None:
     """Instances that cannot be evacuated safely: their vmoves end failed with the reason
     before any evacuation (the evacuation task moves only pending ones)."""
     for vmove in created:

@@ -189,3 +189,19 @@ def test_build_without_a_provider_for_a_target_decides_nothing():
             reserved_host="spare",
             peers=[],
         )
+
+
+def test_ordering_keys_from_the_flavor_when_the_operator_says_so():
+    """A tenant's own HA_Priority / HA_Group count only while the source is the instance."""
+    server = {
+        "id": "x",
+        "metadata": {"HA_Enabled": "True", "HA_Priority": "99", "HA_Group": "1"},
+        "flavor": {"vcpus": 1, "extra_specs": {"HA_Priority": "5", "HA_Group": "3"}},
+    }
+    inst = selection.Instance.of(server, _conf())
+    assert (inst.ha, inst.priority, inst.group) == (True, 99, 1)
+    conf = _conf(**{"host_failure.ordering_metadata_source": "flavor"})
+    inst = selection.Instance.of(server, conf)
+    assert (inst.ha, inst.priority, inst.group) == (True, 5, 3)
+    bare = selection.Instance.of({"id": "y", "metadata": {"HA_Priority": "99"}}, conf)
+    assert (bare.priority, bare.group) == (None, None)
