@@ -52,7 +52,7 @@ def build(
     the engine's order; ``peers``: the segment's other hosts."""
     options = conf.host_failure
     aware = bool(options.capacity_aware_targets)
-    listed = [Server.of(s) for s in nova.list_servers_on_host(host)]
+    listed = nova.list_servers_on_host(host)
     # What the scheduler flow evacuates, and what the reserved-host flow ranks spares by.
     base = selection.select(conf, nova, host, listed, None)
     instances = base.moving()

@@ -81,7 +81,7 @@ def _settle_previous_evacuations(ctx: TaskContext, host_name: str) -> None:
     for vmove in ctx.effects.vmoves(statuses=[statuses.VMOVE_ONGOING]):
 
         def settled(vmove: VMoveData = vmove) -> Server | None:
-            server = Server.of(ctx.nova.get_server(vmove.instance_uuid))
+            server = ctx.nova.get_server(vmove.instance_uuid)
             if server.task_state is None or server.compute_host != host_name:
                 return server
             return None
@@ -94,7 +94,7 @@ def _settle_previous_evacuations(ctx: TaskContext, host_name: str) -> None:
             if server.compute_host != host_name and (server.vm_state != "error" or was_error):
                 if plan is not None:
                     moves.restore(ctx.run, vmove.instance_uuid, plan, resumed=True)
-                    server = Server.of(ctx.nova.get_server(vmove.instance_uuid))
+                    server = ctx.nova.get_server(vmove.instance_uuid)
                 values.update(status=statuses.VMOVE_SUCCEEDED, dest_host=server.hypervisor_hostname)
             else:
                 values.update(
