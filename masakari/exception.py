@@ -177,6 +177,12 @@ class NovaTimeout(NovaError):
     msg_fmt = "Timeout while requesting %(service)s API."
 
 
+class PlacementUnavailable(NovaError):
+    """Placement could not be read (not in the catalog, unreachable, or it refused)."""
+
+    msg_fmt = "Cannot read Placement: %(reason)s"
+
+
 # --- recovery outcomes -------------------------------------------------------------------------
 
 

@@ -80,6 +80,10 @@ def status_and_message(exc: BaseException) -> tuple[int, str]:
         # escape as a 500 naming the exception class it had (api-hosts-nova-errors).
         if exc.status == 403:
             return 403, exc.format_message()
+        if isinstance(exc, exception.PlacementUnavailable):
+            # Only the 1.5 routes read Placement: they name it, as masakari-manage does.
+            LOG.warning("%s", exc)
+            return 503, exc.format_message()
         LOG.error("Nova request failed: %s", exc)
         unavailable = nova.unavailable_message(exc)
         if unavailable is not None:

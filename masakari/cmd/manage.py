@@ -154,6 +154,8 @@ def host_plan(conf: cfg.ConfigOpts) -> None:
             found = plans.for_host(
                 conf, db, nova.get_client(conf), placement.get_client(conf), host
             )
+        except exception.PlacementUnavailable as exc:
+            raise CommandError(exc.message) from exc
         except exception.NovaError as exc:
             raise CommandError(f"Cannot read Nova or Placement: {exc}") from exc
     finally:

@@ -12,7 +12,7 @@ Errors (all raised with the keystoneauth exception chained)::
 (see :func:`_nova_error`), because the engine stores ``str(exc)`` in vmove messages and the API
 shows it in faults.
 
-Server fields are read through :class:`Server` (``Server.of(client.get_server(id))``).
+Reads answer typed servers and services (masakari.compute.servers).
 What is retried, and how often, is :mod:`masakari.compute.retry`'s (docs/nova.md, "Retries").
 """
 
@@ -20,12 +20,11 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import dataclasses
 import logging
 import os
 import re
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -42,6 +41,7 @@ from oslo_config import cfg
 
 from masakari import exception, metrics
 from masakari.compute import retry
+from masakari.compute.servers import Server, Service, compute_service
 
 LOG = logging.getLogger(__name__)
 
@@ -204,37 +204,6 @@ def _keystone_error(exc: ks_exc.ClientException) -> NovaRequestError:
     return _translated(str(exc), status, f"{type(exc).__module__}.{type(exc).__qualname__}")
 
 
-@dataclasses.dataclass(frozen=True)
-class Server:
-    """The fields of a Nova server (admin view at 2.53) that recovery reads."""
-
-    id: str
-    name: str
-    status: str | None
-    host: str | None  # OS-EXT-SRV-ATTR:host, the compute service's host
-    hypervisor_hostname: str | None  # where the reference looks after an evacuation
-    vm_state: str | None
-    task_state: str | None
-    power_state: int | None
-    locked: bool
-    metadata: Mapping[str, str]
-
-    @classmethod
-    def of(cls, server: Mapping[str, Any]) -> Server:
-        return cls(
-            id=server["id"],
-            name=server.get("name", ""),
-            status=server.get("status"),
-            host=server.get("OS-EXT-SRV-ATTR:host"),
-            hypervisor_hostname=server.get("OS-EXT-SRV-ATTR:hypervisor_hostname"),
-            vm_state=server.get("OS-EXT-STS:vm_state"),
-            task_state=server.get("OS-EXT-STS:task_state"),
-            power_state=server.get("OS-EXT-STS:power_state"),
-            locked=bool(server.get("locked", False)),
-            metadata=dict(server.get("metadata") or {}),
-        )
-
-
 # A check the caller sets around its Nova calls (the engine: "is my lease still running?"),
 # made by the connection right before each write to the socket: after keystoneauth's token
 # and endpoint work and after the TCP connect, the shortest window between a check and Nova.
@@ -392,17 +361,14 @@ class NovaClient:
 
     # --- compute services -------------------------------------------------------------------
 
-    def find_compute_services(self, host: str) -> list[dict[str, Any]]:
+    def find_compute_services(self, host: str) -> list[Service]:
         """GET /os-services?host=H&binary=nova-compute (the reference's query)."""
         body = self._call("GET", "/os-services", query=[("host", host), ("binary", "nova-compute")])
-        return list(body["services"])
+        return [Service.of(s) for s in body["services"]]
 
-    def get_compute_service(self, host: str) -> dict[str, Any]:
+    def get_compute_service(self, host: str) -> Service:
         """The nova-compute service of ``host``; the first one, as the reference takes."""
-        services = self.find_compute_services(host)
-        if not services:
-            raise exception.ComputeNotFoundByName(compute_name=host)
-        return services[0]
+        return compute_service(self.find_compute_services(host), host)
 
     def disable_service(self, service_id: str, reason: str | None = None) -> None:
         """PUT /os-services/{uuid}; without a reason the body has none, as in the reference."""
@@ -422,7 +388,7 @@ class NovaClient:
 
     # --- servers ----------------------------------------------------------------------------
 
-    def list_servers_on_host(self, host: str) -> list[dict[str, Any]]:
+    def list_servers_on_host(self, host: str) -> list[Server]:
         """Every server on ``host``, newest first.
 
         The first request is the reference's (all_tenants=True&host=H); it stopped there, this
@@ -442,15 +408,15 @@ class NovaClient:
                 None,
             )
             if not page or not link:
-                return servers
+                return [Server.of(s) for s in servers]
             query = parse_qsl(urlsplit(link).query, keep_blank_values=True)
             marker = dict(query).get("marker", "")
             if marker in markers:  # a Nova that repeats itself must not loop us forever
-                return servers
+                return [Server.of(s) for s in servers]
             markers.add(marker)
 
-    def get_server(self, server_id: str) -> dict[str, Any]:
-        return dict(self._call("GET", f"/servers/{server_id}")["server"])
+    def get_server(self, server_id: str) -> Server:
+        return Server.of(self._call("GET", f"/servers/{server_id}")["server"])
 
     def lock_server(self, server_id: str) -> None:
         LOG.info("Lock instance %s", server_id)
@@ -609,19 +575,3 @@ def forget_clients() -> None:
     """Drops the cached clients (tests that change the options of one conf object)."""
     with _clients_lock:
         _clients.clear()
-
-
-class DeferredClient:
-    """Stands for ``get_client(conf)`` until the first call builds it.
-
-    For a process that must start even when the Nova credentials are not usable yet (the
-    reference's engine starts without them): each call that needs Nova raises the NovaError
-    of the failed build, so the recovery ends in ``error`` and is retried later.
-    """
-
-    def __init__(self, conf: cfg.ConfigOpts, policy: retry.Policy = retry.ENGINE) -> None:
-        self._conf = conf
-        self._policy = policy
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(get_client(self._conf, self._policy), name)

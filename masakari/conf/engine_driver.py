@@ -111,6 +111,22 @@ priority (an integer, higher first), read when
 """
         ),
     ),
+    cfg.StrOpt(
+        "ordering_metadata_source",
+        default="instance",
+        choices=("instance", "flavor"),
+        help=paragraphs(
+            """
+(masakari rewrite only) Where the ordering keys
+(``[host_failure]/priority_instance_metadata_key`` and
+``[host_failure]/group_instance_metadata_key``) are read: ``instance``, the
+server's metadata, which its project's users may set (they can then put their
+instances ahead of other projects' ones); ``flavor``, the extra specs of the
+server's flavor as Nova embeds it (compute API 2.47 and later), which only the
+operator sets.
+"""
+        ),
+    ),
     cfg.BoolOpt(
         "capacity_aware_targets",
         default=False,

@@ -5,20 +5,18 @@ from __future__ import annotations
 import dataclasses
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 from oslo_config import cfg
 
 from masakari import exception
+from masakari.engine.capacity import Capacities, NoPlacement
 from masakari.engine.effects import Effects
 from masakari.engine.errors import Cancelled, PollTimeout
+from masakari.engine.hostpoll import HostPoller
 from masakari.engine.lease import Lease
 from masakari.engine.ports import Clock, NovaReads
-
-if TYPE_CHECKING:
-    from masakari.engine.hostpoll import HostPoller
-    from masakari.engine.plan import Capacities
-    from masakari.engine.slots import EvacuationSlots
+from masakari.engine.slots import EvacuationSlots
 
 __all__ = ["Cancelled", "Clock", "NovaReads", "PollTimeout", "RunContext"]
 
@@ -30,7 +28,8 @@ class RunContext:
     """One run of one notification: everything a flow and its tasks may touch.
 
     ``nova`` answers reads; every change, in Nova or in the database, goes through
-    ``effects``; both only while the effects' ``lease`` runs.
+    ``effects``; both only while the effects' ``lease`` runs. ``placement`` answers the
+    capacity checks (the engine's client, built in cmd/).
     """
 
     conf: cfg.ConfigOpts
@@ -42,8 +41,7 @@ class RunContext:
     # Shared by the engine's runs: the evacuation cap and the batched poll (None: off).
     slots: EvacuationSlots | None = None
     host_poller: HostPoller | None = None
-    # Placement's free room, for capacity_aware_targets: the engine's client, passed in.
-    placement: Capacities | None = None
+    placement: Capacities = dataclasses.field(default_factory=NoPlacement)
 
     @property
     def notification_uuid(self) -> str:

@@ -174,13 +174,13 @@ class Effects(NovaChanges, SlotChanges):
                 )
             }
             created = [
-                pending.pop(server["id"])
-                if server["id"] in pending
+                pending.pop(server.id)
+                if server.id in pending
                 else vmoves.create(
                     session,
                     self.notification_uuid,
-                    server["id"],
-                    server.get("name") or "",
+                    server.id,
+                    server.name,
                     source_host,
                 )
                 for server in servers

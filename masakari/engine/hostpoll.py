@@ -105,7 +105,7 @@ class HostPoller:
         error: Exception | None = None
         servers: dict[str, Server] = {}
         try:
-            servers = {s["id"]: s for s in self._nova.list_servers_on_host(host)}
+            servers = {s.id: s for s in self._nova.list_servers_on_host(host)}
         except Exception as exc:
             # Told to the waiters, who record it as the per-instance poll would have.
             LOG.warning("Listing the servers of %s failed: %s", host, exc)

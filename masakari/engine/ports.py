@@ -7,10 +7,10 @@ import threading
 import time
 from typing import Any, Protocol
 
+from masakari.compute.servers import Server, Service
 from masakari.engine.errors import Cancelled
 
-Server = dict[str, Any]
-Service = dict[str, Any]
+__all__ = ["Clock", "Nova", "NovaReads", "Server", "Service"]
 
 
 class NovaReads(Protocol):

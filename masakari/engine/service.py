@@ -81,7 +81,7 @@ class EngineService:
         self.workers = Workers(workers or conf.executor_thread_pool_size, retry_workers)
         self.heartbeat = Heartbeat(conf, db, self.clock, self.owner, self.workers)
         cap = conf.max_evacuations_in_flight
-        self.slots = EvacuationSlots(cap) if cap > 0 else None
+        self.slots = EvacuationSlots(cap, self.clock) if cap > 0 else None
         self.host_poller = (
             HostPoller(nova, conf.verify_interval, self.clock)
             if conf.evacuation_batched_polling

@@ -19,20 +19,20 @@ engine turned down before would. Should an engine die, its slots still die with 
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import heapq
 import itertools
 import logging
 import threading
-import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from masakari.db import database
-from masakari.engine.context import Cancelled
-
-if TYPE_CHECKING:
-    from masakari.engine.context import RunContext
+from masakari.engine import admission
+from masakari.engine.admission import Prepare, Prepared, Priority, Run, Slot
+from masakari.engine.effects import VMoveData
+from masakari.engine.errors import Cancelled
+from masakari.engine.ports import Clock
 
 LOG = logging.getLogger(__name__)
 
@@ -44,7 +44,6 @@ CHECK = 0.5
 # Direct hand-offs of one slot in a row before it goes back to every engine's waiters.
 HANDOFFS = 4
 
-Priority = tuple[int, ...]
 # The vmove to mark ongoing with the slot, once its evacuation is prepared (else None).
 Ready = Callable[[], "int | None"]
 
@@ -53,7 +52,7 @@ Ready = Callable[[], "int | None"]
 class _Waiter:
     priority: Priority
     seq: int
-    run: RunContext
+    run: Run
     instance_uuid: str
     ready: Ready | None
     number: int | None = None
@@ -68,21 +67,15 @@ class _Waiter:
         return self.ready() if self.ready is not None else None
 
 
-@dataclasses.dataclass(frozen=True)
-class Slot:
-    """A slot held: its number, and whether the evacuation's vmove was marked ongoing with it."""
-
-    number: int
-    started: bool
-
-
 class EvacuationSlots:
     """Hands out up to ``cap`` slots, shared through the database with the other engines."""
 
-    def __init__(self, cap: int) -> None:
+    def __init__(self, cap: int, clock: Clock | None = None, retry: float = RETRY) -> None:
         if cap < 1:
             raise ValueError("an evacuation cap is at least 1")
         self.cap = cap
+        self._clock = clock or Clock()
+        self._retry = retry
         self._cond = threading.Condition()
         self._queue: list[_Waiter] = []
         self._seq = itertools.count()
@@ -94,7 +87,7 @@ class EvacuationSlots:
 
     def acquire(
         self,
-        run: RunContext,
+        run: Run,
         priority: Priority,
         instance_uuid: str,
         ready: Ready | None = None,
@@ -113,7 +106,7 @@ class EvacuationSlots:
                 with self._cond:
                     if waiter.number is not None:
                         return Slot(waiter.number, waiter.started)
-                    pause = self._pooled_until - time.monotonic()
+                    pause = self._pooled_until - self._clock.monotonic()
                     if (
                         waiter.busy
                         or self._queue[0] is not waiter
@@ -142,7 +135,7 @@ class EvacuationSlots:
                         self._cond.notify_all()
                 if number is None:
                     with self._cond:
-                        self._cond.wait(RETRY)
+                        self._cond.wait(self._retry)
         except BaseException:
             with self._cond:
                 while waiter.busy:  # a hand-off to it is under way: see how it ends
@@ -158,7 +151,7 @@ class EvacuationSlots:
                 self.release(run, handed)
             raise
 
-    def release(self, run: RunContext, number: int) -> None:
+    def release(self, run: Run, number: int) -> None:
         """Give a slot back: to the best waiter of this engine, or to the database. Should
         the database refuse, the slot still dies with the claim."""
         if self._hand_off(run, number):
@@ -178,10 +171,10 @@ class EvacuationSlots:
             with self._cond:
                 self._held -= 1
                 if self._chain.pop(number, 0) >= HANDOFFS:
-                    self._pooled_until = time.monotonic() + RETRY
+                    self._pooled_until = self._clock.monotonic() + self._retry
                 self._cond.notify_all()
 
-    def _hand_off(self, run: RunContext, number: int) -> bool:
+    def _hand_off(self, run: Run, number: int) -> bool:
         """Move the slot to the best local waiter; False when none took it."""
         with self._cond:
             if self._chain.get(number, 0) >= HANDOFFS:
@@ -219,6 +212,21 @@ class EvacuationSlots:
             self._queue.remove(waiter)
             heapq.heapify(self._queue)
 
+    def enter(
+        self,
+        run: Run,
+        priority: Priority,
+        vmove: VMoveData,
+        prepare: Prepare,
+        preparer: concurrent.futures.Executor,
+    ) -> _SlotTicket:
+        """The admission interface: prepare the evacuation meanwhile, and hold its slot
+        before returning (the evacuation loop waits with it, so that each notification
+        prepares one evacuation ahead, no more)."""
+        prepared = preparer.submit(prepare)
+        slot = self.acquire(run, priority, vmove.instance_uuid, ready=admission.ready(prepared))
+        return _SlotTicket(self, run, slot, prepared)
+
     @property
     def waiting(self) -> int:
         with self._cond:
@@ -228,3 +236,33 @@ class EvacuationSlots:
         """Whether an evacuation of this engine waits for a slot (the batched poll then
         looks sooner for the end of those in flight)."""
         return self.waiting > 0
+
+
+class _SlotTicket:
+    def __init__(
+        self,
+        slots: EvacuationSlots,
+        run: Run,
+        slot: Slot,
+        prepared: concurrent.futures.Future[Prepared | None],
+    ) -> None:
+        self._slots = slots
+        self._run = run
+        self._slot = slot
+        self._prepared = prepared
+        self._released = False
+        self._lock = threading.Lock()
+
+    @property
+    def started(self) -> bool:
+        return self._slot.started
+
+    def wait(self) -> Prepared | None:
+        return self._prepared.result()
+
+    def release(self) -> None:
+        with self._lock:
+            if self._released:
+                return
+            self._released = True
+        self._slots.release(self._run, self._slot.number)

@@ -24,7 +24,9 @@ from masakari.db import segments as segments_db
 from masakari.db.database import Database
 from masakari.db.models import Host, Segment
 from masakari.db.paging import Row
-from masakari.engine import plan
+from masakari.engine import capacity, plan, selection
+from masakari.engine.capacity import Capacities
+from masakari.engine.ports import NovaReads
 
 SUCCESS, WARNING, FAILURE = 0, 1, 2
 LABELS = {SUCCESS: "OK", WARNING: "WARNING", FAILURE: "FAILURE"}
@@ -47,11 +49,8 @@ class Finding:
         }
 
 
-class NovaProbe(plan.Reads, Protocol):
-    """The Nova reads the doctor makes, on top of the plan's."""
-
-    def list_aggregates(self) -> list[dict[str, Any]]: ...
-    def list_server_groups(self) -> list[dict[str, Any]]: ...
+class NovaProbe(NovaReads, Protocol):
+    """The Nova reads the doctor makes: the engine's."""
 
 
 def worst(findings: Sequence[Finding]) -> int:
@@ -62,7 +61,7 @@ def check(
     conf: cfg.ConfigOpts,
     db: Database,
     nova: NovaProbe,
-    placement: plan.Capacities,
+    placement: Capacities,
     segment: str | None = None,
 ) -> list[Finding]:
     """Every finding, for one segment (uuid or name) or all of them."""
@@ -125,8 +124,8 @@ def _nova_account(nova: NovaProbe, server_groups: bool) -> list[Finding]:
 
 def _segment(
     conf: cfg.ConfigOpts,
-    nova: plan.Reads,
-    placement: plan.Capacities,
+    nova: NovaReads,
+    placement: Capacities,
     seg: Segment | Row,
     hosts: list[Host] | list[Row],
 ) -> list[Finding]:
@@ -147,7 +146,7 @@ def _segment(
             )
             continue
         present.append(host)
-        if host.reserved and services[0].get("status") == "enabled":
+        if host.reserved and services[0].status == "enabled":
             findings.append(
                 Finding(
                     WARNING,
@@ -167,8 +166,8 @@ def _segment(
 
 def _absorbs_largest(
     conf: cfg.ConfigOpts,
-    nova: plan.Reads,
-    placement: plan.Capacities,
+    nova: NovaReads,
+    placement: Capacities,
     seg: Segment | Row,
     hosts: list[Host] | list[Row],
 ) -> Finding:
@@ -184,20 +183,27 @@ def _absorbs_largest(
             if cap is not None:
                 caps[h.name] = cap
         largest = max(workers, key=lambda h: _load(caps.get(h.name)))
-        instances, _ = plan.select(nova.list_servers_on_host(largest.name), conf)
+        listed = nova.list_servers_on_host(largest.name)
+        instances = selection.select(conf, nova, largest.name, listed, None).moving()
         if not instances:
             return Finding(SUCCESS, "capacity", "No instance to evacuate anywhere.", name)
         if seg.recovery_method in (plan.RESERVED_HOST, plan.RH_PRIORITY):
             spares = [
                 h.name for h in hosts if h.reserved and not h.on_maintenance and h.name in caps
             ]
-            ranked = plan.rank_reserved_hosts(spares, instances, placement)
-            left = [i for i, t in plan.fit(instances, plan.copies(placement, ranked[:1])) if not t]
+            ranked = capacity.rank_reserved_hosts(spares, instances, placement)
+            left = [
+                i
+                for i, t in capacity.fit(instances, capacity.copies(placement, ranked[:1]))
+                if not t
+            ]
             where = f"reserved host '{ranked[0]}'" if ranked else "no reserved host"
         else:
             peers = [h.name for h in hosts if h.name != largest.name]
-            pool = plan.usable_peers(nova, peers)
-            left = [i for i, t in plan.fit(instances, plan.copies(placement, pool)) if not t]
+            pool = capacity.usable_peers(nova, peers)
+            left = [
+                i for i, t in capacity.fit(instances, capacity.copies(placement, pool)) if not t
+            ]
             where = f"{len(pool)} other host(s) in service"
     except exception.NovaError as exc:
         return Finding(WARNING, "capacity", f"Cannot check capacity: {exc}", name)

@@ -5,19 +5,23 @@ from __future__ import annotations
 
 from oslo_config import cfg
 
+from masakari import exception
+from masakari.compute.placement import HostCapacity
 from masakari.db import hosts as hosts_db
 from masakari.db import segments as segments_db
 from masakari.db.database import Database
 from masakari.db.models import Host
 from masakari.db.paging import Row
 from masakari.engine import plan
+from masakari.engine.capacity import Capacities
+from masakari.engine.ports import NovaReads
 
 
 def for_host(
     conf: cfg.ConfigOpts,
     db: Database,
-    nova: plan.Reads,
-    placement: plan.Capacities,
+    nova: NovaReads,
+    placement: Capacities,
     host: Host | Row,
 ) -> plan.Plan:
     """What recovering ``host`` would do now; reads only."""
@@ -34,12 +38,28 @@ def for_host(
     return plan.build(
         conf,
         nova,
-        placement,
+        _Named(placement),
         host=host.name,
         recovery_method=method,
         reserved_hosts=reserved,
         peers=peers,
     )
+
+
+class _Named:
+    """Placement failures named as such (the API answers 503 with the text, not a 500
+    about Nova); a missing resource provider is no failure (the plan says so)."""
+
+    def __init__(self, placement: Capacities) -> None:
+        self._placement = placement
+
+    def host_capacity(self, name: str) -> HostCapacity | None:
+        try:
+            return self._placement.host_capacity(name)
+        except exception.PlacementUnavailable:
+            raise
+        except exception.NovaError as exc:
+            raise exception.PlacementUnavailable(reason=exc.format_message()) from exc
 
 
 def host_by_name(db: Database, name: str) -> Host:

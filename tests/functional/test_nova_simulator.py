@@ -60,14 +60,14 @@ def test_a_powered_off_host_is_down_after_service_down_time(
 ) -> None:
     sim.power_off("compute-1")
     clock.advance(60)
-    assert nova.get_compute_service("compute-1")["state"] == "up"
+    assert nova.get_compute_service("compute-1").state == "up"
     clock.advance(0.5)
     svc = nova.get_compute_service("compute-1")
-    assert svc["state"] == "down"
+    assert svc.state == "down"
     # updated_at stays at the last heartbeat while the host is off
-    assert svc["updated_at"] == "2026-01-01T00:00:00.000000"
+    assert sim.service("compute-1")["updated_at"] == "2026-01-01T00:00:00.000000"
     sim.power_on("compute-1")
-    assert nova.get_compute_service("compute-1")["state"] == "up"
+    assert nova.get_compute_service("compute-1").state == "up"
 
 
 def test_service_down_time_is_configurable(clock: FakeClock) -> None:
@@ -88,17 +88,17 @@ def test_a_service_added_down(sim: NovaSimulator) -> None:
 def test_forced_down_is_down_at_once(sim: NovaSimulator, nova: NovaClient) -> None:
     svc = nova.get_compute_service("compute-1")
     assert _status(lambda: nova.evacuate(VM)) == 400
-    nova.force_down_service(svc["id"])
-    assert nova.get_compute_service("compute-1")["state"] == "down"
+    nova.force_down_service(svc.id)
+    assert nova.get_compute_service("compute-1").state == "down"
     nova.evacuate(VM)
     assert sim.server(VM)["OS-EXT-SRV-ATTR:host"] == "compute-2"
-    nova.force_down_service(svc["id"], False)
-    assert nova.get_compute_service("compute-1")["forced_down"] is False
-    assert nova.get_compute_service("compute-1")["state"] == "up"
+    nova.force_down_service(svc.id, False)
+    assert nova.get_compute_service("compute-1").forced_down is False
+    assert nova.get_compute_service("compute-1").state == "up"
 
 
 def test_service_updates(sim: NovaSimulator, nova: NovaClient) -> None:
-    svc = nova.get_compute_service("compute-1")["id"]
+    svc = nova.get_compute_service("compute-1").id
     nova.disable_service(svc, "Masakari detected host failed.")
     assert sim.service("compute-1")["disabled_reason"] == "Masakari detected host failed."
     nova.enable_service(svc)
@@ -138,18 +138,18 @@ def test_evacuation_takes_time(clock: FakeClock) -> None:
         _fail_host(sim, clock)
         nova.evacuate(VM)
         server = nova.get_server(VM)
-        assert (server["OS-EXT-SRV-ATTR:host"], server["OS-EXT-STS:task_state"]) == (
+        assert (server.host, server.task_state) == (
             "compute-1",
             "rebuilding",
         )
         assert _status(lambda: nova.evacuate(VM)) == 409
         clock.advance(29.9)
-        assert nova.get_server(VM)["OS-EXT-STS:task_state"] == "rebuilding"
+        assert nova.get_server(VM).task_state == "rebuilding"
         clock.advance(0.1)
         server = nova.get_server(VM)
-        assert server["OS-EXT-SRV-ATTR:host"] == "compute-2"
-        assert (server["OS-EXT-STS:vm_state"], server["OS-EXT-STS:task_state"]) == ("active", None)
-        assert server["OS-EXT-STS:power_state"] == 1
+        assert server.host == "compute-2"
+        assert (server.vm_state, server.task_state) == ("active", None)
+        assert server.power_state == 1
 
 
 def _dues(seed: int) -> list[float]:
@@ -177,7 +177,7 @@ def test_evacuations_past_the_limit_wait_for_a_slot(clock: FakeClock) -> None:
             nova.evacuate(sid)  # all accepted: Nova queues what it cannot run yet
 
         def hosts() -> list[str]:
-            return [nova.get_server(sid)["OS-EXT-SRV-ATTR:host"] for sid in ids]
+            return [nova.get_server(sid).host for sid in ids]
 
         assert sim.max_evacuations_in_flight == 3
         clock.advance(10)
@@ -208,21 +208,18 @@ def test_the_destination_must_be_running(sim: NovaSimulator, clock: FakeClock) -
     assert sim.server(VM)["OS-EXT-STS:task_state"] == "rebuilding"
     sim.power_on("compute-3")
     server = sim.server(VM)
-    assert (server["OS-EXT-SRV-ATTR:host"], server["OS-EXT-STS:task_state"]) == (
-        "compute-3",
-        None,
-    )
+    assert (server["OS-EXT-SRV-ATTR:host"], server["OS-EXT-STS:task_state"]) == ("compute-3", None)
 
 
 def test_no_valid_destination_leaves_the_instance(
     sim: NovaSimulator, clock: FakeClock, nova: NovaClient
 ) -> None:
     for host in ("compute-2", "compute-3"):
-        nova.disable_service(nova.get_compute_service(host)["id"], "maintenance")
+        nova.disable_service(nova.get_compute_service(host).id, "maintenance")
     _fail_host(sim, clock)
     nova.evacuate(VM)
     server = nova.get_server(VM)
-    assert (server["OS-EXT-SRV-ATTR:host"], server["OS-EXT-STS:task_state"]) == ("compute-1", None)
+    assert (server.host, server.task_state) == ("compute-1", None)
 
 
 def test_evacuate_target_checks(sim: NovaSimulator, clock: FakeClock, nova: NovaClient) -> None:
@@ -264,9 +261,9 @@ def test_stop_start_reset(sim: NovaSimulator, nova: NovaClient) -> None:
     nova.reset_state(VM, "error")
     assert sim.server(VM)["status"] == "ERROR"
     nova.lock_server(VM)
-    assert nova.get_server(VM)["locked"] is True
+    assert nova.get_server(VM).locked is True
     nova.unlock_server(VM)
-    assert nova.get_server(VM)["locked"] is False
+    assert nova.get_server(VM).locked is False
     assert _status(lambda: nova.get_server("no-such-vm")) == 404
 
 
@@ -286,7 +283,7 @@ def test_status_fault_times(sim: NovaSimulator, nova: NovaClient) -> None:
     sim.fail(503, method="GET", path="/servers/{id}", times=2)
     assert _status(lambda: nova.get_server(VM)) == 503
     assert _status(lambda: nova.get_server(VM)) == 503
-    assert nova.get_server(VM)["id"] == VM
+    assert nova.get_server(VM).id == VM
     assert [c["status"] for c in sim.nova_calls()] == [503, 503, 200]
 
 
@@ -329,10 +326,10 @@ def test_slow_answers_still_take_effect(sim: NovaSimulator) -> None:
     nova = sim.client(timeout=5)
     # the slow request is processed once its delay is over
     for _ in range(50):
-        if nova.get_server(VM)["locked"]:
+        if nova.get_server(VM).locked:
             break
         time.sleep(0.02)
-    assert nova.get_server(VM)["locked"] is True
+    assert nova.get_server(VM).locked is True
 
 
 def test_clear_faults(sim: NovaSimulator, nova: NovaClient) -> None:

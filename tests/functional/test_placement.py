@@ -26,7 +26,7 @@ def test_capacity_and_usage_follow_the_servers(sim):
     vm = sim.add_server(host="c1", flavor=LARGE)
     nova = sim.client()
     placement = PlacementClient(nova.session)
-    need = flavor_resources(nova.get_server(vm))
+    need = flavor_resources({"flavor": nova.get_server(vm).flavor})
     assert need == {"VCPU": 4, "MEMORY_MB": 8192, "DISK_GB": 42}
     c1, c2 = placement.host_capacity("c1"), placement.host_capacity("c2")
     assert c1 is not None and c2 is not None

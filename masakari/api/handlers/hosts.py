@@ -7,7 +7,6 @@ from typing import Any
 from masakari.api import handlers, listjson, microversion, notify, views
 from masakari.api.request import ApiRequest, Reply, created, no_content, ok
 from masakari.api.schemas import hosts as schemas
-from masakari.compute import nova, placement
 from masakari.ha import hosts as hosts_api
 from masakari.ha import plans
 from masakari.policies import hosts as policies
@@ -93,7 +92,5 @@ def recovery_plan(req: ApiRequest) -> Reply:
     req.can(policies.RECOVERY_PLAN)
     state = req.state
     row, _segment = hosts_api.get(state.db, req.route_args["segment_id"], req.route_args["id"])
-    found = plans.for_host(
-        state.conf, state.db, nova.get_client(state.conf), placement.get_client(state.conf), row
-    )
+    found = plans.for_host(state.conf, state.db, state.nova, state.placement, row)
     return ok({"recovery_plan": found.view()})

@@ -5,7 +5,6 @@ from __future__ import annotations
 from masakari.api import handlers, microversion, notify, views
 from masakari.api.request import ApiRequest, Reply, created, no_content, ok
 from masakari.api.schemas import segments as schemas
-from masakari.compute import nova, placement
 from masakari.ha import doctor
 from masakari.ha import segments as segments_api
 from masakari.policies import segments as policies
@@ -73,8 +72,8 @@ def readiness(req: ApiRequest) -> Reply:
     findings = doctor.check(
         state.conf,
         state.db,
-        nova.get_client(state.conf),
-        placement.get_client(state.conf),
+        state.nova,
+        state.placement,
         segment_uuid,
     )
     code = doctor.worst(findings)

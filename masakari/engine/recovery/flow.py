@@ -19,11 +19,11 @@ from oslo_config import cfg
 
 from masakari import exception
 from masakari.db import statuses
-from masakari.engine import plan
 from masakari.engine import progress as states
 from masakari.engine.context import Cancelled, NovaReads, RunContext
 from masakari.engine.effects import Effects
 from masakari.engine.progress import FlowProgress, TaskProgress
+from masakari.engine.selection import Selection
 
 LOG = logging.getLogger(__name__)
 
@@ -37,8 +37,9 @@ class Store:
     ``notification_uuid`` always; ``host_name`` and ``host_status`` in host flows,
     ``reserved_host`` in the main stage of the reserved-host flow, ``instance_uuid`` in the
     VM flow, ``process_name`` and ``host_name`` in the process flow. ``vmove_ids`` and
-    ``ha_instance_ids`` are what the prepare task hands to the evacuation task; ``extra`` is
-    for third-party tasks.
+    ``ha_instance_ids`` are what the prepare task hands to the evacuation task, with the
+    ``selection`` they come from (masakari.engine.selection: its order is the evacuation
+    order); ``extra`` is for third-party tasks.
     """
 
     notification_uuid: str
@@ -49,8 +50,7 @@ class Store:
     reserved_host: str | None = None
     vmove_ids: list[int] | None = None
     ha_instance_ids: set[str] | None = None
-    # What masakari.engine.plan orders and fits, by instance id (set by the prepare task).
-    plan_instances: dict[str, plan.Instance] | None = None
+    selection: Selection | None = None
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 

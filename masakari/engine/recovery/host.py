@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
-from oslo_utils import strutils
-
 from masakari import exception
-from masakari.compute import placement
+from masakari.compute.servers import Server, Service, compute_service
 from masakari.conf import host_return as host_return_opts
 from masakari.db import statuses
-from masakari.engine import plan
+from masakari.engine import capacity, selection
 from masakari.engine.context import Cancelled, PollTimeout, RunContext
-from masakari.engine.recovery import evacuate, host_return, safety, scope
-from masakari.engine.recovery.evacuate import HYPERVISOR, TASK_STATE, VM_STATE, compute_host
+from masakari.engine.effects import VMoveData
+from masakari.engine.recovery import host_return, moves
 from masakari.engine.recovery.flow import (
     Flow,
     FlowTasks,
@@ -35,11 +34,8 @@ AUTO_PRIORITY = "auto_priority"
 RH_PRIORITY = "rh_priority"
 
 
-def compute_service(ctx: TaskContext, host: str) -> dict[str, Any]:
-    services = ctx.nova.find_compute_services(host)
-    if not services:
-        raise exception.ComputeNotFoundByName(compute_name=host)
-    return services[0]
+def _service(ctx: TaskContext, host: str) -> Service:
+    return compute_service(ctx.nova.find_compute_services(host), host)
 
 
 @task("DisableComputeServiceTask")
@@ -53,19 +49,19 @@ def disable_compute_service(ctx: TaskContext) -> None:
     host_name = required(ctx.store.host_name, "host_name")
     conf = ctx.conf
     ctx.update_details(f"Disabling compute service on host: '{host_name}'")
-    service = compute_service(ctx, host_name)
+    service = _service(ctx, host_name)
     fenced = str(ctx.store.host_status or "").upper() == "NORMAL"
     if conf.host_failure.force_down_fenced_host and fenced:
-        ctx.effects.force_down_service(service["id"])
+        ctx.effects.force_down_service(service.id)
 
         def forced_down() -> bool:
-            return bool(compute_service(ctx, host_name).get("forced_down"))
+            return _service(ctx, host_name).forced_down
 
         ctx.run.poll(forced_down, conf.verify_interval, conf.wait_period_after_service_update)
         ctx.update_details(f"Forced down compute service on host: '{host_name}'", 0.5)
-        ctx.effects.disable_service(service["id"], conf.host_failure.service_disable_reason)
+        ctx.effects.disable_service(service.id, conf.host_failure.service_disable_reason)
     else:
-        ctx.effects.disable_service(service["id"], conf.host_failure.service_disable_reason)
+        ctx.effects.disable_service(service.id, conf.host_failure.service_disable_reason)
         LOG.info(
             "Sleeping %s sec before starting recovery thread until nova recognizes the node down.",
             conf.wait_period_after_service_update,
@@ -84,9 +80,9 @@ def _settle_previous_evacuations(ctx: TaskContext, host_name: str) -> None:
     conf = ctx.conf
     for vmove in ctx.effects.vmoves(statuses=[statuses.VMOVE_ONGOING]):
 
-        def settled(vmove: evacuate.VMoveData = vmove) -> dict[str, Any] | None:
+        def settled(vmove: VMoveData = vmove) -> Server | None:
             server = ctx.nova.get_server(vmove.instance_uuid)
-            if server.get(TASK_STATE) is None or compute_host(server) != host_name:
+            if server.task_state is None or server.compute_host != host_name:
                 return server
             return None
 
@@ -95,29 +91,33 @@ def _settle_previous_evacuations(ctx: TaskContext, host_name: str) -> None:
             server = ctx.run.poll(settled, conf.verify_interval, conf.wait_period_after_evacuation)
             plan = ctx.effects.plan(vmove.instance_uuid)
             was_error = plan is not None and plan.vm_state == "error"
-            if compute_host(server) != host_name and (server.get(VM_STATE) != "error" or was_error):
+            if server.compute_host != host_name and (server.vm_state != "error" or was_error):
                 if plan is not None:
-                    evacuate.restore(ctx.run, vmove.instance_uuid, plan, resumed=True)
+                    moves.restore(ctx.run, vmove.instance_uuid, plan, resumed=True)
                     server = ctx.nova.get_server(vmove.instance_uuid)
-                values.update(status=statuses.VMOVE_SUCCEEDED, dest_host=server.get(HYPERVISOR))
+                values.update(status=statuses.VMOVE_SUCCEEDED, dest_host=server.hypervisor_hostname)
             else:
                 values.update(
                     status=statuses.VMOVE_FAILED,
                     message="Failed reason: engine lost before confirmation.",
                 )
         except PollTimeout:
-            values.update(status=statuses.VMOVE_FAILED, message=evacuate.TIMEOUT_MESSAGE)
+            values.update(status=statuses.VMOVE_FAILED, message=moves.TIMEOUT_MESSAGE)
         except exception.NovaError as exc:
             values.update(status=statuses.VMOVE_FAILED, message=str(exc))
         ctx.effects.update_vmove(vmove.id, **values)
     # Instances the lost engine locked: unlocked now, locked again if evacuated again.
     for instance_uuid in ctx.effects.locked_instances():
-        evacuate.unlock(ctx.run, instance_uuid)
+        moves.unlock(ctx.run, instance_uuid)
 
 
 @task("PrepareHAEnabledInstancesTask")
 def prepare_ha_enabled_instances(ctx: TaskContext) -> None:
-    """List the failed host's instances, keep those to evacuate, and record their vmoves."""
+    """List the failed host's instances, keep those to evacuate, and record their vmoves.
+
+    Which ones, and in which order, is masakari.engine.selection's decision: the one a
+    recovery plan shows.
+    """
     host_name = required(ctx.store.host_name, "host_name")
     options = ctx.conf.host_failure
     ctx.update_details("Preparing instances for evacuation")
@@ -127,82 +127,65 @@ def prepare_ha_enabled_instances(ctx: TaskContext) -> None:
     ctx.update_details(
         f"Total instances running on failed host '{host_name}' is {len(servers)}", 0.3
     )
-    key = options.ha_enabled_instance_metadata_key
-    ha: list[dict[str, Any]] = []
-    others: list[dict[str, Any]] = []
-    for server in servers:
-        is_ha = strutils.bool_from_string((server.get("metadata") or {}).get(key, False))
-        if options.ignore_instances_in_error_state and _error_before_recovery(ctx, server):
-            if is_ha:
-                ctx.update_details(
-                    f"Ignoring recovery of HA_Enabled instance '{server['id']}' as it is in "
-                    "'error' state.",
-                    0.4,
-                )
-            continue
-        (ha if is_ha else others).append(server)
-    ctx.update_details(f"Total HA Enabled instances count: '{len(ha)}'", 0.6)
-    selected = list(ha)
+    chosen = selection.select(
+        ctx.conf,
+        ctx.nova,
+        host_name,
+        servers,
+        ctx.store.reserved_host,
+        in_error=lambda server: _error_before_recovery(ctx, server),
+    )
+    for inst, why in chosen.ignored:
+        if inst.ha and why == selection.ERROR_STATE:
+            ctx.update_details(
+                f"Ignoring recovery of HA_Enabled instance '{inst.id}' as it is in 'error' state.",
+                0.4,
+            )
+    ctx.update_details(f"Total HA Enabled instances count: '{len(chosen.ha)}'", 0.6)
     if options.evacuate_all_instances:
-        ctx.update_details(f"Total Non-HA Enabled instances count: '{len(others)}'", 0.7)
-        selected.extend(others)
+        ctx.update_details(f"Total Non-HA Enabled instances count: '{len(chosen.others)}'", 0.7)
         ctx.update_details(
             "All instances (HA Enabled/Non-HA Enabled) should be considered for evacuation. "
-            f"Total count is: '{len(selected)}'",
+            f"Total count is: '{len(chosen.ha) + len(chosen.others)}'",
             0.8,
         )
-    selected = _in_scope(ctx, selected)
-    if not selected:
+    _say_out_of_scope(ctx, chosen)
+    if not chosen.chosen:
         msg = f"Skipped host '{host_name}' recovery as no instances needs to be evacuated"
         ctx.update_details(msg, 1.0)
         LOG.info(msg)
         raise exception.SkipHostRecovery(message=msg)
 
-    created = ctx.effects.record_moves(selected, host_name, ctx.run.clock.now())
-    _leave_unsafe(ctx, selected, created)
+    created = ctx.effects.record_moves(chosen.chosen, host_name, ctx.run.clock.now())
+    _leave_unsafe(ctx, chosen.unsafe, created)
     # The evacuation task works on exactly these rows: this attempt's, not earlier ones.
     ctx.store.vmove_ids = [v.id for v in created]
-    ctx.store.ha_instance_ids = {server["id"] for server in ha}
-    if options.order_by_priority or options.capacity_aware_targets or options.order_in_groups:
-        ctx.store.plan_instances = {s["id"]: plan.Instance.of(s, ctx.conf) for s in selected}
+    ctx.store.ha_instance_ids = chosen.ha_ids
+    ctx.store.selection = chosen
     ctx.update_details(
-        "Instances to be evacuated are: '{}'".format(",".join(server["id"] for server in selected)),
+        "Instances to be evacuated are: '{}'".format(",".join(s.id for s in chosen.chosen)),
         1.0,
     )
 
 
-def _in_scope(ctx: TaskContext, servers: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The servers the [host_failure] scope rules let move; the others are said and left."""
-    options = ctx.conf.host_failure
-    if servers and scope.aggregates_set(options):
-        host_name = required(ctx.store.host_name, "host_name")
-        rule = scope.host_out_of_scope(options, host_name, ctx.nova.list_aggregates())
-        if rule is not None:
-            ctx.update_details(
-                f"Instances of host '{host_name}' are out of scope ([host_failure] {rule}): "
-                "not evacuated",
-                0.85,
-            )
-            return []
-    kept = []
-    for server in servers:
-        rule = scope.out_of_scope(ctx.conf.host_failure, server)
-        if rule is None:
-            kept.append(server)
-        else:
-            ctx.update_details(
-                f"Instance '{server['id']}' is out of scope ([host_failure] {rule}): not evacuated",
-                0.85,
-            )
-    return kept
+def _say_out_of_scope(ctx: TaskContext, chosen: selection.Selection) -> None:
+    """The instances the [host_failure] scope rules leave where they are, said."""
+    if chosen.host_rule is not None:
+        ctx.update_details(
+            f"Instances of host '{ctx.store.host_name}' are out of scope ([host_failure] "
+            f"{chosen.host_rule}): not evacuated",
+            0.85,
+        )
+    for server, rule in chosen.out_of_scope:
+        ctx.update_details(
+            f"Instance '{server.id}' is out of scope ([host_failure] {rule}): not evacuated",
+            0.85,
+        )
 
 
-def _leave_unsafe(
-    ctx: TaskContext, selected: list[dict[str, Any]], created: list[evacuate.VMoveData]
-) -> None:
+def _leave_unsafe(ctx: TaskContext, reasons: Mapping[str, str], created: list[VMoveData]) -> None:
     """Instances that cannot be evacuated safely: their vmoves end failed with the reason
     before any evacuation (the evacuation task moves only pending ones)."""
-    reasons = safety.unsafe(ctx.conf.host_failure, ctx.nova, selected, ctx.store.reserved_host)
     for vmove in created:
         reason = reasons.get(vmove.instance_uuid)
         if reason is None:
@@ -218,10 +201,10 @@ def _leave_unsafe(
         )
 
 
-def _error_before_recovery(ctx: TaskContext, server: dict[str, Any]) -> bool:
+def _error_before_recovery(ctx: TaskContext, server: Server) -> bool:
     """In error before the failure: an earlier attempt's reset to error does not count."""
-    plan = ctx.effects.plan(server["id"])
-    state = plan.vm_state if plan is not None else server.get(VM_STATE)
+    plan = ctx.effects.plan(server.id)
+    state = plan.vm_state if plan is not None else server.vm_state
     return state == "error"
 
 
@@ -248,9 +231,9 @@ def _fitting_first(run: RunContext, host_name: str, reserved_hosts: list[str]) -
     """The reserved hosts that can hold the failed host's instances first (Placement); on a
     Nova or Placement failure, the usual order, with a warning."""
     try:
-        return plan.reserved_order(
-            run.conf, run.nova, placement.get_client(run.conf), host_name, reserved_hosts
-        )
+        servers = run.nova.list_servers_on_host(host_name)
+        moving = selection.select(run.conf, run.nova, host_name, servers, None).moving()
+        return capacity.rank_reserved_hosts(reserved_hosts, moving, run.placement)
     except exception.NovaError as exc:
         LOG.warning("Capacity check of reserved hosts failed, trying them in order: %s", exc)
         return reserved_hosts

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 
-from masakari import exception
+from masakari.compute.servers import compute_service, first_service
 from masakari.db import statuses
 from masakari.engine.context import RunContext
 from masakari.engine.recovery.flow import Flow, Store, TaskContext, required, run_flow, task
@@ -27,19 +27,16 @@ def return_host(ctx: TaskContext) -> None:
     ctx.update_details(f"Returning host '{host_name}' to service")
     service = None
     if options.unset_forced_down or options.enable_compute_service:
-        services = ctx.nova.find_compute_services(host_name)
-        if not services:
-            raise exception.ComputeNotFoundByName(compute_name=host_name)
-        service = services[0]
+        service = compute_service(ctx.nova.find_compute_services(host_name), host_name)
     if options.unset_forced_down and service is not None:
-        if service.get("forced_down"):
-            ctx.effects.unset_forced_down(service["id"])
+        if service.forced_down:
+            ctx.effects.unset_forced_down(service.id)
             ctx.update_details(f"Unset forced_down of compute service on host '{host_name}'", 0.3)
         else:
             ctx.update_details(f"Compute service on host '{host_name}' is not forced down", 0.3)
     if options.enable_compute_service and service is not None:
-        reason = service.get("disabled_reason")
-        if service.get("status") != "disabled":
+        reason = service.disabled_reason
+        if service.status != "disabled":
             ctx.update_details(f"Compute service on host '{host_name}' is enabled", 0.6)
         elif reason != ctx.conf.host_failure.service_disable_reason:
             # Someone else disabled it, for their own reason: theirs to enable.
@@ -49,7 +46,7 @@ def return_host(ctx: TaskContext) -> None:
                 0.6,
             )
         else:
-            ctx.effects.enable_service(service["id"])
+            ctx.effects.enable_service(service.id)
             ctx.update_details(f"Enabled compute service on host '{host_name}'", 0.6)
     if options.return_reserved_hosts:
         _return_spares(ctx, host_uuid, host_name)
@@ -81,20 +78,19 @@ def _return_spares(ctx: TaskContext, host_uuid: str, host_name: str) -> None:
                 0.8,
             )
             continue
-        services = ctx.nova.find_compute_services(spare)
-        if not services:
+        found = first_service(ctx.nova.find_compute_services(spare))
+        if found is None:
             ctx.update_details(
                 f"Reserved host '{spare}' has no nova-compute service: not returned", 0.8
             )
             continue
-        service = services[0]
-        disabled_here = service.get("status") != "disabled"
+        disabled_here = found.status != "disabled"
         if disabled_here:
-            ctx.effects.disable_service(service["id"], SPARE_DISABLE_REASON)
+            ctx.effects.disable_service(found.id, SPARE_DISABLE_REASON)
         count = len(ctx.nova.list_servers_on_host(spare))
         if count:
             if disabled_here:
-                ctx.effects.enable_service(service["id"])
+                ctx.effects.enable_service(found.id)
             ctx.update_details(
                 f"Reserved host '{spare}' still hosts {count} instances: not returned to the "
                 "reserved pool",

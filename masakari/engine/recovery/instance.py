@@ -9,7 +9,6 @@ from oslo_utils import strutils
 from masakari import exception
 from masakari.db import statuses
 from masakari.engine.context import PollTimeout, RunContext, is_conflict
-from masakari.engine.recovery.evacuate import VM_STATE
 from masakari.engine.recovery.flow import (
     Flow,
     FlowTasks,
@@ -49,7 +48,7 @@ def stop_instance(ctx: TaskContext) -> None:
     conf = ctx.conf
     server = ctx.nova.get_server(instance_uuid)
     key = conf.instance_failure.ha_enabled_instance_metadata_key
-    is_ha = strutils.bool_from_string((server.get("metadata") or {}).get(key, False))
+    is_ha = strutils.bool_from_string(server.metadata.get(key, False))
     if not conf.instance_failure.process_all_instances and not is_ha:
         msg = f"Skipping recovery for instance: {instance_uuid} as it is not Ha_Enabled"
         LOG.info(msg)
@@ -62,7 +61,7 @@ def stop_instance(ctx: TaskContext) -> None:
         ctx.update_details(msg, 1.0)
         return
 
-    vm_state = server.get(VM_STATE)
+    vm_state = server.vm_state
     if vm_state in ("paused", "rescued"):
         msg = f"Recovery of instance '{instance_uuid}' is ignored as it is in '{vm_state}' state."
         LOG.warning(msg)
@@ -80,11 +79,11 @@ def stop_instance(ctx: TaskContext) -> None:
                 raise
             # Stopped meanwhile (by its own crash, or by someone else): that is fine.
             ctx.update_details(f"Conflict when stopping instance: {instance_uuid}")
-            if ctx.nova.get_server(instance_uuid).get(VM_STATE) != "stopped":
+            if ctx.nova.get_server(instance_uuid).vm_state != "stopped":
                 raise
 
     def stopped() -> bool:
-        return ctx.nova.get_server(instance_uuid).get(VM_STATE) == "stopped"
+        return ctx.nova.get_server(instance_uuid).vm_state == "stopped"
 
     try:
         ctx.run.poll(stopped, conf.verify_interval, conf.wait_period_after_power_off)
@@ -99,7 +98,7 @@ def stop_instance(ctx: TaskContext) -> None:
 def start_instance(ctx: TaskContext) -> None:
     instance_uuid = required(ctx.store.instance_uuid, "instance_uuid")
     ctx.update_details(f"Starting instance: '{instance_uuid}'")
-    vm_state = ctx.nova.get_server(instance_uuid).get(VM_STATE)
+    vm_state = ctx.nova.get_server(instance_uuid).vm_state
     if vm_state != "stopped" and _started_by_earlier_attempt(ctx, instance_uuid):
         ctx.update_details(f"Instance '{instance_uuid}' was started by an earlier attempt", 1.0)
         return
@@ -121,7 +120,7 @@ def confirm_instance_active(ctx: TaskContext) -> None:
     ctx.update_details(f"Confirming instance '{instance_uuid}' vm_state is ACTIVE")
 
     def active() -> bool:
-        return ctx.nova.get_server(instance_uuid).get(VM_STATE) == "active"
+        return ctx.nova.get_server(instance_uuid).vm_state == "active"
 
     try:
         ctx.run.poll(active, conf.verify_interval, conf.wait_period_after_power_on)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 from masakari import exception
+from masakari.compute.servers import Service, compute_service
 from masakari.db import statuses
 from masakari.engine.context import PollTimeout, RunContext
 from masakari.engine.recovery.flow import (
@@ -16,7 +17,6 @@ from masakari.engine.recovery.flow import (
     run_flow,
     task,
 )
-from masakari.engine.recovery.host import compute_service
 from masakari.engine.recovery.payloads import ProcessPayload
 
 LOG = logging.getLogger(__name__)
@@ -24,8 +24,12 @@ LOG = logging.getLogger(__name__)
 NOVA_COMPUTE = "nova-compute"
 
 
+def _service(ctx: TaskContext, host_name: str) -> Service:
+    return compute_service(ctx.nova.find_compute_services(host_name), host_name)
+
+
 def _disabled(ctx: TaskContext, host_name: str) -> bool:
-    return compute_service(ctx, host_name).get("status") == "disabled"
+    return _service(ctx, host_name).status == "disabled"
 
 
 @task("DisableComputeNodeTask")
@@ -38,8 +42,8 @@ def disable_compute_node(ctx: TaskContext) -> None:
         LOG.info(msg)
         ctx.update_details(msg, 1.0)
         return
-    service = compute_service(ctx, host_name)
-    ctx.effects.disable_service(service["id"], ctx.conf.process_failure.service_disable_reason)
+    service = _service(ctx, host_name)
+    ctx.effects.disable_service(service.id, ctx.conf.process_failure.service_disable_reason)
     ctx.update_details(f"Disabled compute service on host: '{host_name}'", 1.0)
 
 

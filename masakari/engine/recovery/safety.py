@@ -8,17 +8,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from masakari.compute.servers import Server
 from masakari.engine.ports import NovaReads
 
 AFFINITY = "affinity"
 ANTI_AFFINITY = "anti-affinity"
 
 
-def local_root_disk(server: Mapping[str, Any]) -> bool:
+def local_root_disk(server: Server) -> bool:
     """Booted from an image: its root disk lives on the host. Nova shows an instance booted
     from a volume with an empty ``image``."""
-    image = server.get("image")
-    return bool(image.get("id")) if isinstance(image, Mapping) else bool(image)
+    return bool(server.image_id)
 
 
 def policy(group: Mapping[str, Any]) -> str | None:
@@ -70,7 +70,7 @@ def group_conflicts(
 def unsafe(
     options: Any,
     nova: NovaReads,
-    servers: Sequence[Mapping[str, Any]],
+    servers: Sequence[Server],
     target: str | None,
 ) -> dict[str, str]:
     """Instance id -> why it is not evacuated, for the instances a recovery selected."""
@@ -78,14 +78,14 @@ def unsafe(
     if options.no_shared_storage:
         for server in servers:
             if local_root_disk(server):
-                found[str(server["id"])] = (
+                found[server.id] = (
                     "its root disk is local (booted from an image) and [host_failure] "
                     "no_shared_storage is set: evacuating would rebuild it from its image"
                 )
     if options.check_server_groups and target is not None:
-        moving = [str(s["id"]) for s in servers if str(s["id"]) not in found]
+        moving = [s.id for s in servers if s.id not in found]
         if moving:
-            on_target = {str(s["id"]) for s in nova.list_servers_on_host(target)}
+            on_target = {s.id for s in nova.list_servers_on_host(target)}
             conflicts = group_conflicts(nova.list_server_groups(), moving, on_target, target)
             found.update(conflicts)
     return found

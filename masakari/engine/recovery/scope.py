@@ -5,21 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-
-def _image(server: Mapping[str, Any]) -> str:
-    image = server.get("image")
-    return str(image.get("id", "")) if isinstance(image, Mapping) else str(image or "")
+from masakari.compute.servers import Server
 
 
-def _flavor(server: Mapping[str, Any]) -> str:
-    flavor = server.get("flavor")
-    if not isinstance(flavor, Mapping):
-        return ""
-    return str(flavor.get("original_name") or flavor.get("id") or "")
-
-
-def _metadata_matches(server: Mapping[str, Any], entries: Sequence[str]) -> bool:
-    metadata = server.get("metadata") or {}
+def _metadata_matches(server: Server, entries: Sequence[str]) -> bool:
+    metadata = server.metadata
     for entry in entries:
         key, sep, value = entry.partition("=")
         if key.strip() in metadata and (not sep or str(metadata[key.strip()]) == value.strip()):
@@ -27,12 +17,12 @@ def _metadata_matches(server: Mapping[str, Any], entries: Sequence[str]) -> bool
     return False
 
 
-def out_of_scope(options: Any, server: Mapping[str, Any]) -> str | None:
-    """Which rule leaves the instance (Nova's server body) where it is, or None to move it."""
+def out_of_scope(options: Any, server: Server) -> str | None:
+    """Which rule leaves the instance where it is, or None to move it."""
     values = {
-        "projects": str(server.get("tenant_id") or ""),
-        "flavors": _flavor(server),
-        "images": _image(server),
+        "projects": server.tenant_id,
+        "flavors": server.flavor_name,
+        "images": server.image_id,
     }
     for dimension, value in values.items():
         include = getattr(options, f"scope_include_{dimension}")

@@ -13,7 +13,6 @@ from oslo_config import cfg
 
 from masakari import conf as masakari_conf
 from masakari.api import app as api_app
-from masakari.compute import nova
 from masakari.db import migration
 from masakari.db.database import Database
 from tests.fakes import nova as fake_nova
@@ -65,7 +64,6 @@ class Deployment:
 
     def close(self) -> None:
         self.db.dispose()
-        nova.forget_clients()
         self.sim.stop()
         self.tmp.cleanup()
 

@@ -106,3 +106,24 @@ def test_readiness_absent_at_default_options(default):
     r = default.request("POST", "/v1/segments", segment_body("ready-default"), version="1.2")
     path = f"/v1/segments/{r.json['segment']['uuid']}/readiness"
     assert default.request("GET", path, version="1.3").status_int == 404
+
+
+def test_plan_without_placement_in_the_catalog_names_placement(monkeypatch):
+    """Keystone's catalog lacks Placement: 503 naming it, as masakari-manage does, not a
+    500 saying Nova is not reachable."""
+    with Deployment({"DEFAULT": {"api_max_microversion": "1.5"}}) as d:
+        token_body = d.sim.token_body
+
+        def without_placement(info):
+            body = token_body(info)
+            catalog = body["token"]["catalog"]
+            body["token"]["catalog"] = [s for s in catalog if s["type"] != "placement"]
+            return body
+
+        monkeypatch.setattr(d.sim, "token_body", without_placement)
+        seg, host = _host(d)
+        d.sim.add_server(host="compute-1", metadata={"HA_Enabled": "1"})
+        r = d.request("GET", f"/v1/segments/{seg}/hosts/{host}/recovery_plan", version="1.5")
+        assert r.status_int == 503, r.text
+        message = r.json["serviceUnavailable"]["message"]
+        assert message.startswith("Cannot read Placement: ") and "Nova" not in message

@@ -25,7 +25,6 @@ def _create_host(settings: dict[str, str | None]) -> tuple[int, dict[str, object
         # Overrides rather than a conf file: an empty URL would not parse at all.
         for name, value in settings.items():
             d.conf.set_override(name, value)
-        nova.forget_clients()
         seg = d.request("POST", "/v1/segments", segment_body()).json["segment"]["uuid"]
         resp = d.request("POST", f"/v1/segments/{seg}/hosts", host_body())
         hosts = d.request("GET", f"/v1/segments/{seg}/hosts").json["hosts"]

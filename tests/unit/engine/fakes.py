@@ -8,6 +8,7 @@ import threading
 from typing import Any
 
 from masakari import exception
+from masakari.compute.servers import Server, Service
 from masakari.engine.errors import Cancelled
 from masakari.engine.ports import Clock
 
@@ -92,9 +93,9 @@ class FakeNova:
 
     # --- the Nova protocol -----------------------------------------------------------------
 
-    def find_compute_services(self, host: str) -> list[dict[str, Any]]:
+    def find_compute_services(self, host: str) -> list[Service]:
         self._call("find_compute_services", None, host)
-        return [dict(self.services[host])] if host in self.services else []
+        return [Service.of(self.services[host])] if host in self.services else []
 
     def _service(self, service_id: str) -> dict[str, Any]:
         return next(s for s in self.services.values() if s["id"] == service_id)
@@ -111,14 +112,14 @@ class FakeNova:
         self._call("force_down_service", None, service_id, forced_down)
         self._service(service_id).update(forced_down=forced_down)
 
-    def list_servers_on_host(self, host: str) -> list[dict[str, Any]]:
+    def list_servers_on_host(self, host: str) -> list[Server]:
         self._call("list_servers_on_host", None, host)
         on_host = [s for s in self.servers.values() if s["OS-EXT-SRV-ATTR:host"] == host]
-        return [dict(s) for s in reversed(on_host)]
+        return [Server.of(s) for s in reversed(on_host)]
 
-    def get_server(self, server_id: str) -> dict[str, Any]:
+    def get_server(self, server_id: str) -> Server:
         self._call("get_server", server_id)
-        return dict(self._server(server_id))
+        return Server.of(self._server(server_id))
 
     def lock_server(self, server_id: str) -> None:
         self._call("lock", server_id)

@@ -11,6 +11,7 @@ import pytest
 import sqlalchemy as sa
 
 from masakari import exception
+from masakari.compute.servers import Server
 from masakari.db import instances
 from masakari.db import vmoves as db_vmoves
 from masakari.db.database import transaction
@@ -40,7 +41,7 @@ NOVA_CHANGES: list[tuple[str, tuple[Any, ...]]] = [
 # Every database change Effects makes (lock_server writes before it calls Nova).
 DB_CHANGES: list[tuple[str, tuple[Any, ...]]] = [
     ("put_host_on_maintenance", ("HOST", True)),
-    ("record_moves", ([{"id": "vm", "name": "vm"}], "compute-1", NOW)),
+    ("record_moves", ([Server("vm", "vm")], "compute-1", NOW)),
     ("update_vmove", ("VMOVE",)),
     ("put_plan", ("vm", Plan("active", True))),
     ("take_reserved_host", ("reserved-1",)),
@@ -287,9 +288,7 @@ def test_record_moves_reuses_pending_rows_and_fails_stale_ones(db, nova, clock, 
     stale = transaction(
         db, lambda s: db_vmoves.create(s, run.notification_uuid, "gone", "gone", "compute-1")
     )
-    created = run.effects.record_moves(
-        [{"id": "vm", "name": "vm"}, {"id": "new", "name": None}], "compute-1", NOW
-    )
+    created = run.effects.record_moves([Server("vm", "vm"), Server("new")], "compute-1", NOW)
     assert [(v.id == first.id, v.instance_uuid, v.instance_name) for v in created] == [
         (True, "vm", "vm"),
         (False, "new", ""),

@@ -12,7 +12,7 @@ from masakari.db.database import transaction
 from masakari.db.instances import Plan
 from masakari.db.models import VMove
 from masakari.engine.lease import LeaseLost
-from masakari.engine.recovery import evacuate
+from masakari.engine.recovery import evacuate, moves
 from masakari.engine.recovery.flow import Flow, Store
 from masakari.engine.recovery.host import prepare_ha_enabled_instances
 from tests.unit.engine.conftest import add_rows, make_run, task_rows
@@ -86,7 +86,7 @@ def cloud(nova):
 def test_state_machine(db, cloud, clock, vm_state, extra, actions, final):
     run = make_run(db, cloud, clock)
     cloud.add_server("vm", "compute-1", vm_state, **extra)
-    evacuate.evacuate_and_confirm(run, _move(db, run, "vm"), None)
+    moves.evacuate_and_confirm(run, _move(db, run, "vm"), None)
     assert cloud.actions("vm") == actions
     server = cloud.servers["vm"]
     assert (server["OS-EXT-SRV-ATTR:host"], server["OS-EXT-STS:vm_state"]) == ("compute-2", final)
@@ -123,7 +123,7 @@ def test_plan_is_the_instance_as_found_recorded_before_the_first_change(
         return real_call(name, server, *args)
 
     cloud._call = call
-    evacuate.evacuate_and_confirm(run, _move(db, run, "vm"), None)
+    moves.evacuate_and_confirm(run, _move(db, run, "vm"), None)
     assert plans_at_first_change == [plan]
     final = _plan(db, run, "vm")
     assert (final.vm_state, final.stop_after) == (plan.vm_state, plan.stop_after)
@@ -141,7 +141,7 @@ def test_plan_of_an_earlier_attempt_is_what_is_restored(db, cloud, clock):
     transaction(
         db, lambda s: instances.put_plan(s, run.notification_uuid, "vm", Plan("paused", True))
     )
-    evacuate.evacuate_and_confirm(run, _move(db, run, "vm"), None)
+    moves.evacuate_and_confirm(run, _move(db, run, "vm"), None)
     assert cloud.actions("vm") == ["lock", "evacuate", "stop", "unlock"]
     assert cloud.servers["vm"]["OS-EXT-STS:vm_state"] == "stopped"
     assert _plan(db, run, "vm") == Plan("paused", True, last_action="stop")
@@ -159,7 +159,7 @@ def test_lock_is_recorded_until_the_unlock(db, cloud, clock):
         real_lock(server_id)
 
     cloud.lock_server = lock_server
-    evacuate.evacuate_and_confirm(run, _move(db, run, "vm"), None)
+    moves.evacuate_and_confirm(run, _move(db, run, "vm"), None)
     assert locks_at_lock == [["vm"]]
     assert _locks(db, run) == []
 
@@ -168,7 +168,7 @@ def test_failed_unlock_is_left_for_the_next_attempt(db, cloud, clock):
     run = make_run(db, cloud, clock)
     cloud.add_server("vm", "compute-1", metadata={"HA_Enabled": "True"})
     cloud.fail[("unlock", "vm")] = nova_error(500)
-    evacuate.evacuate_and_confirm(run, _move(db, run, "vm"), None)
+    moves.evacuate_and_confirm(run, _move(db, run, "vm"), None)
     assert _status(db, run) == [("succeeded", None, "compute-2")]
     assert cloud.servers["vm"]["locked"]
     assert _locks(db, run) == ["vm"]
@@ -184,7 +184,7 @@ def test_deleted_instance_counts_as_unlocked(db, cloud, clock):
     run = make_run(db, cloud, clock)
     cloud.add_server("vm", "compute-1")
     cloud.fail[("unlock", "vm")] = nova_error(404, "Not found")
-    evacuate.evacuate_and_confirm(run, _move(db, run, "vm"), None)
+    moves.evacuate_and_confirm(run, _move(db, run, "vm"), None)
     assert _locks(db, run) == []
 
 
@@ -193,7 +193,7 @@ def test_lease_running_out_mid_evacuation_leaves_it_to_the_next_engine(db, cloud
     cloud.add_server("vm", "compute-1")
     cloud.sticky.add("vm")
     with pytest.raises(LeaseLost):
-        evacuate.evacuate_and_confirm(run, _move(db, run, "vm"), None)
+        moves.evacuate_and_confirm(run, _move(db, run, "vm"), None)
     assert clock.offset == 30
     # No change once the lease is over: the move stays ongoing (no end time), the instance
     # stays locked and recorded, for whoever takes the notification over.
@@ -209,7 +209,7 @@ def test_reserved_host_is_the_target(db, cloud, clock):
     run = make_run(db, cloud, clock)
     cloud.add_service("reserved-1")
     cloud.add_server("vm", "compute-1")
-    evacuate.evacuate_and_confirm(run, _move(db, run, "vm"), "reserved-1")
+    moves.evacuate_and_confirm(run, _move(db, run, "vm"), "reserved-1")
     assert ("evacuate", "vm", "reserved-1") in cloud.calls
     assert _status(db, run) == [("succeeded", None, "reserved-1")]
 
@@ -218,7 +218,7 @@ def test_instance_that_never_arrives_times_out_and_is_unlocked(db, cloud, clock)
     run = make_run(db, cloud, clock, wait_period_after_evacuation=90)
     cloud.add_server("vm", "compute-1")
     cloud.sticky.add("vm")
-    evacuate.evacuate_and_confirm(run, _move(db, run, "vm"), None)
+    moves.evacuate_and_confirm(run, _move(db, run, "vm"), None)
     assert _status(db, run) == [("failed", "Failed reason: timeout.", None)]
     assert not cloud.servers["vm"]["locked"]
     assert clock.offset > 90
@@ -235,7 +235,7 @@ def test_instance_that_goes_to_error_fails_at_once(db, cloud, clock):
         cloud.servers[server_id]["OS-EXT-STS:vm_state"] = "error"
 
     cloud.evacuate = evacuate_to_error
-    evacuate.evacuate_and_confirm(run, _move(db, run, "vm"), None)
+    moves.evacuate_and_confirm(run, _move(db, run, "vm"), None)
     assert _status(db, run) == [("failed", "Failed to evacuate instance vm", None)]
 
 
@@ -243,7 +243,7 @@ def test_nova_error_text_is_the_vmove_message(db, cloud, clock):
     run = make_run(db, cloud, clock)
     cloud.add_server("vm", "compute-1")
     cloud.fail[("evacuate", "vm")] = nova_error(500)
-    evacuate.evacuate_and_confirm(run, _move(db, run, "vm"), None)
+    moves.evacuate_and_confirm(run, _move(db, run, "vm"), None)
     assert _status(db, run) == [("failed", "Unexpected API Error. (HTTP 500)", None)]
     assert cloud.actions("vm") == ["lock", "evacuate", "unlock"]
 
@@ -252,7 +252,7 @@ def test_evacuation_that_cannot_start_counts_as_failed(db, cloud, clock):
     run = make_run(db, cloud, clock)
     cloud.add_server("vm", "compute-1")
     cloud.fail[("lock", "vm")] = nova_error(500)
-    evacuate.evacuate_and_confirm(run, _move(db, run, "vm"), None)
+    moves.evacuate_and_confirm(run, _move(db, run, "vm"), None)
     assert _status(db, run)[0][0] == "failed"
 
 
@@ -260,7 +260,7 @@ def test_stop_timeout_after_evacuation_fails_the_move(db, cloud, clock):
     run = make_run(db, cloud, clock)
     cloud.add_server("vm", "compute-1", "error")
     cloud.ignore.add(("stop", "vm"))
-    evacuate.evacuate_and_confirm(run, _move(db, run, "vm"), None)
+    moves.evacuate_and_confirm(run, _move(db, run, "vm"), None)
     assert _status(db, run) == [("failed", "Failed reason: timeout.", None)]
 
 
@@ -269,7 +269,7 @@ def test_compares_the_service_host_not_the_hypervisor_name(db, cloud, clock):
     cloud.add_server("vm", "compute-1")
     cloud.servers["vm"]["OS-EXT-SRV-ATTR:hypervisor_hostname"] = "compute-1.example.org"
     cloud.sticky.add("vm")
-    evacuate.evacuate_and_confirm(run, _move(db, run, "vm"), None)
+    moves.evacuate_and_confirm(run, _move(db, run, "vm"), None)
     # The reference would see "compute-1.example.org" != "compute-1" and call it done.
     assert _status(db, run)[0][:2] == ("failed", "Failed reason: timeout.")
 

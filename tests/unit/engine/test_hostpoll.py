@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from masakari import exception
+from masakari.compute.servers import Server
 from masakari.engine.errors import Cancelled, PollTimeout
 from masakari.engine.hostpoll import HURRIED, HostPoller
 
@@ -15,10 +16,10 @@ from masakari.engine.hostpoll import HURRIED, HostPoller
 class _Nova:
     def __init__(self) -> None:
         self.lists: list[str] = []
-        self.on_host: dict[str, list[dict[str, Any]]] = {}
+        self.on_host: dict[str, list[Server]] = {}
         self.error: Exception | None = None
 
-    def list_servers_on_host(self, host: str) -> list[dict[str, Any]]:
+    def list_servers_on_host(self, host: str) -> list[Server]:
         self.lists.append(host)
         if self.error is not None:
             raise self.error
@@ -31,7 +32,7 @@ def _never() -> None:
 
 def test_waiters_of_one_host_share_each_list() -> None:
     nova = _Nova()
-    nova.on_host["h1"] = [{"id": f"vm-{i}"} for i in range(5)]
+    nova.on_host["h1"] = [Server(f"vm-{i}") for i in range(5)]
     poller = HostPoller(nova, interval=0.05)  # type: ignore[arg-type]
     poller.start()
     seen: list[str] = []
@@ -77,7 +78,7 @@ def test_a_failed_list_is_reported_to_the_waiter() -> None:
 
 def test_timeout_and_cancel() -> None:
     nova = _Nova()
-    nova.on_host["h1"] = [{"id": "vm"}]
+    nova.on_host["h1"] = [Server("vm")]
     poller = HostPoller(nova, interval=0.05)  # type: ignore[arg-type]
     poller.start()
     try:
@@ -95,7 +96,7 @@ def test_timeout_and_cancel() -> None:
 
 def test_the_period_is_shorter_only_while_a_waiter_hurries() -> None:
     nova = _Nova()
-    nova.on_host["h1"] = [{"id": "vm"}]
+    nova.on_host["h1"] = [Server("vm")]
     poller = HostPoller(nova, interval=1.0)  # type: ignore[arg-type]
     slot_awaited = threading.Event()
     assert poller.period() == 1.0

@@ -1,4 +1,5 @@
-"""masakari.engine.plan: ordering, priorities, greedy fitting and reserved-host ranking."""
+"""masakari.engine.selection, .capacity and .plan: ordering, priorities, greedy fitting,
+reserved-host ranking and the plan built from them."""
 
 from __future__ import annotations
 
@@ -6,13 +7,16 @@ import pytest
 
 from masakari import conf as masakari_conf
 from masakari.compute.placement import HostCapacity, flavor_resources
-from masakari.engine import plan
+from masakari.compute.servers import Server, Service
+from masakari.engine import capacity, plan, selection
 from masakari.engine.effects import VMoveData
 from masakari.engine.recovery import groups
 
 
-def _inst(iid: str, vcpus: int = 1, ha: bool = False, prio: int | None = None) -> plan.Instance:
-    return plan.Instance(iid, iid, ha, prio, {"VCPU": vcpus, "MEMORY_MB": 0, "DISK_GB": 0})
+def _inst(
+    iid: str, vcpus: int = 1, ha: bool = False, prio: int | None = None
+) -> selection.Instance:
+    return selection.Instance(iid, iid, ha, prio, {"VCPU": vcpus, "MEMORY_MB": 0, "DISK_GB": 0})
 
 
 def _host(name: str, vcpus: int, used: int = 0) -> HostCapacity:
@@ -33,20 +37,20 @@ class Caps:
     [("10", 10), (" -3 ", -3), ("0", 0), ("high", None), ("1.5", None), ("", None)],
 )
 def test_priority_of(value, expected):
-    assert plan.priority_of({"HA_Priority": value}, "HA_Priority") == expected
-    assert plan.priority_of({}, "HA_Priority") is None
+    assert selection.priority_of({"HA_Priority": value}, "HA_Priority") == expected
+    assert selection.priority_of({}, "HA_Priority") is None
 
 
 def test_order_without_priorities_only_puts_ha_first():
     items = ["a", "b", "c", "d"]
-    assert plan.order(items, str, {"c"}, None) == ["c", "a", "b", "d"]
-    assert plan.order(items, str, None, None) == items
+    assert selection.order(items, str, {"c"}, None) == ["c", "a", "b", "d"]
+    assert selection.order(items, str, None, None) == items
 
 
 def test_order_with_priorities_inside_each_group():
     items = ["a", "b", "c", "d", "e"]
     prios = {"a": None, "b": 1, "c": 5, "d": 9, "e": -2}
-    assert plan.order(items, str, {"a", "b", "c"}, prios) == ["c", "b", "a", "d", "e"]
+    assert selection.order(items, str, {"a", "b", "c"}, prios) == ["c", "b", "a", "d", "e"]
 
 
 def test_order_with_groups_puts_groups_outermost_lowest_first():
@@ -54,18 +58,18 @@ def test_order_with_groups_puts_groups_outermost_lowest_first():
     groups = {"a": 2, "b": None, "c": 2, "d": -1, "e": 10}
     prios = {"a": 1, "c": 5}
     # Inside group 2, HA-enabled "a" before "c" whatever their priorities.
-    assert plan.order(items, str, {"a", "b"}, prios, groups) == ["d", "a", "c", "e", "b"]
-    assert plan.order(items, str, {"a", "b"}, prios, None) == ["a", "b", "c", "d", "e"]
+    assert selection.order(items, str, {"a", "b"}, prios, groups) == ["d", "a", "c", "e", "b"]
+    assert selection.order(items, str, {"a", "b"}, prios, None) == ["a", "b", "c", "d", "e"]
 
 
 def test_groups_only_when_order_in_groups_is_on():
-    inst = plan.Instance.of({"id": "x", "metadata": {"Tier": " 4 "}}, _conf())
+    inst = selection.Instance.of({"id": "x", "metadata": {"Tier": " 4 "}}, _conf())
     assert inst.group is None
     conf = _conf(**{"host_failure.order_in_groups": True})
     conf.set_override("group_instance_metadata_key", "Tier", "host_failure")
-    inst = plan.Instance.of({"id": "x", "metadata": {"Tier": " 4 "}}, conf)
-    assert inst.group == 4 and plan.groups([inst], conf) == {"x": 4}
-    assert plan.groups([inst], _conf()) is None
+    inst = selection.Instance.of({"id": "x", "metadata": {"Tier": " 4 "}}, conf)
+    assert inst.group == 4 and selection.groups([inst], conf) == {"x": 4}
+    assert selection.groups([inst], _conf()) is None
 
 
 def _conf(**overrides: object):
@@ -108,7 +112,7 @@ def test_reserved_steps_with_unknown_capacity_send_everything_there():
 
 
 def test_fit_is_greedy_and_lets_smaller_instances_through():
-    placed = plan.fit(
+    placed = capacity.fit(
         [_inst("big", 4), _inst("huge", 8), _inst("small", 1)], [_host("h1", 4), _host("h2", 2)]
     )
     assert placed == [(placed[0][0], "h1"), (placed[1][0], None), (placed[2][0], "h2")]
@@ -116,7 +120,7 @@ def test_fit_is_greedy_and_lets_smaller_instances_through():
 
 def test_rank_reserved_hosts_moves_fitting_ones_first():
     caps = Caps(_host("full", 8, used=7), _host("roomy", 8))
-    ranked = plan.rank_reserved_hosts(["gone", "full", "roomy"], [_inst("a", 2)], caps)
+    ranked = capacity.rank_reserved_hosts(["gone", "full", "roomy"], [_inst("a", 2)], caps)
     assert ranked == ["roomy", "gone", "full"]
 
 
@@ -132,9 +136,11 @@ def test_select_follows_the_prepare_task_rules():
         {"id": "plain", "metadata": {}},
         {"id": "ha", "metadata": {"HA_Enabled": "True"}, "flavor": {"vcpus": 2, "swap": 1025}},
     ]
-    chosen, skipped = plan.select(servers, conf)
+    found = selection.select(conf, Nova([], set()), "compute-1", servers, None)
+    chosen = found.moving()
     assert [i.id for i in chosen] == ["ha"]
     assert chosen[0].resources == {"VCPU": 2, "MEMORY_MB": 0, "DISK_GB": 2}
+    skipped = found.left()
     assert [(i.id, "error" in why) for i, why in skipped] == [("ha-err", True), ("plain", False)]
 
 
@@ -147,11 +153,17 @@ class Nova:
     def __init__(self, servers: list[dict], up: set[str]) -> None:
         self.servers, self.up = servers, up
 
-    def find_compute_services(self, host: str) -> list[dict]:
-        return [{"status": "enabled", "state": "up"}] if host in self.up else []
+    def find_compute_services(self, host: str) -> list[Service]:
+        return [Service(host, host, "enabled", "up")] if host in self.up else []
 
-    def list_servers_on_host(self, host: str) -> list[dict]:
-        return self.servers
+    def list_servers_on_host(self, host: str) -> list[Server]:
+        return [Server.of(s) for s in self.servers]
+
+    def list_aggregates(self) -> list[dict]:
+        return []
+
+    def list_server_groups(self) -> list[dict]:
+        return []
 
 
 def test_build_without_a_provider_for_a_target_decides_nothing():
@@ -169,11 +181,27 @@ def test_build_without_a_provider_for_a_target_decides_nothing():
     assert found.verdict == "unknown" and found.left_behind == []
     assert [(s.target, s.fits) for s in found.steps] == [("scheduler", None)]
     assert "no resource provider named 'peer-fqdn'" in found.messages[0]
-    with pytest.raises(plan.UnknownCapacity):
-        plan.split_by_capacity(
+    with pytest.raises(capacity.UnknownCapacity):
+        capacity.split_by_capacity(
             [found.steps[0].instance],
             nova,
             Caps(),
             reserved_host="spare",
             peers=[],
         )
+
+
+def test_ordering_keys_from_the_flavor_when_the_operator_says_so():
+    """A tenant's own HA_Priority / HA_Group count only while the source is the instance."""
+    server = {
+        "id": "x",
+        "metadata": {"HA_Enabled": "True", "HA_Priority": "99", "HA_Group": "1"},
+        "flavor": {"vcpus": 1, "extra_specs": {"HA_Priority": "5", "HA_Group": "3"}},
+    }
+    inst = selection.Instance.of(server, _conf())
+    assert (inst.ha, inst.priority, inst.group) == (True, 99, 1)
+    conf = _conf(**{"host_failure.ordering_metadata_source": "flavor"})
+    inst = selection.Instance.of(server, conf)
+    assert (inst.ha, inst.priority, inst.group) == (True, 5, 3)
+    bare = selection.Instance.of({"id": "y", "metadata": {"HA_Priority": "99"}}, conf)
+    assert (bare.priority, bare.group) == (None, None)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import types
 from typing import Any
 
+from masakari.compute.servers import Server
 from masakari.engine.recovery import safety
 
 
@@ -23,7 +24,7 @@ class _Nova:
 
     def list_servers_on_host(self, host: str) -> list[dict[str, Any]]:
         self.calls.append(f"servers {host}")
-        return [{"id": i} for i in self.on_target]
+        return [Server(i) for i in self.on_target]
 
     def list_server_groups(self) -> list[dict[str, Any]]:
         self.calls.append("groups")
@@ -53,7 +54,7 @@ def test_soft_policies_are_never_a_reason() -> None:
 
 def test_no_nova_request_when_off_or_without_a_target() -> None:
     nova = _Nova([], [])
-    servers = [{"id": "a", "image": {"id": "img"}}, {"id": "b", "image": ""}]
+    servers = [Server("a", image_id="img"), Server("b")]
     assert safety.unsafe(_options(), nova, servers, "spare") == {}
     assert safety.unsafe(_options(groups=True), nova, servers, None) == {}
     assert nova.calls == []
@@ -64,7 +65,7 @@ def test_no_nova_request_when_off_or_without_a_target() -> None:
 
 def test_local_disk_instances_are_not_checked_against_groups() -> None:
     nova = _Nova([{"id": "g", "policy": "anti-affinity", "members": ["a", "b"]}], [])
-    servers = [{"id": "a", "image": {"id": "img"}}, {"id": "b", "image": ""}]
+    servers = [Server("a", image_id="img"), Server("b")]
     found = safety.unsafe(_options(groups=True, local=True), nova, servers, "spare")
     assert list(found) == ["a"] and "root disk is local" in found["a"]
     assert nova.calls == ["servers spare", "groups"]

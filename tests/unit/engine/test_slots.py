@@ -128,12 +128,9 @@ def test_another_engines_waiter_gets_the_slot_when_no_local_one_waits(db, nova, 
     assert _rows(db) == {0: (theirs.notification_uuid, "engine-b")}
 
 
-def test_a_slot_handed_on_goes_back_to_every_engine_after_a_few_turns(
-    db, nova, clock, monkeypatch
-) -> None:
+def test_a_slot_handed_on_goes_back_to_every_engine_after_a_few_turns(db, nova, clock) -> None:
     """Fairness: engine B cannot see engine A's waiters, so A's chain of hand-offs ends."""
-    monkeypatch.setattr(slots_module, "RETRY", 5.0)  # A's waiters stand back that long
-    here = EvacuationSlots(1)
+    here = EvacuationSlots(1, retry=5.0)  # A's waiters stand back that long
     holder = _run(db, nova, clock)
     assert here.acquire(holder, (1,), "vm").number == 0
     for _ in range(slots_module.HANDOFFS):

@@ -1,0 +1,114 @@
+"""Nova's servers and compute services as masakari reads them: the ``OS-EXT-*`` keys live here."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from masakari import exception
+
+VM_STATE = "OS-EXT-STS:vm_state"
+TASK_STATE = "OS-EXT-STS:task_state"
+POWER_STATE = "OS-EXT-STS:power_state"
+HYPERVISOR = "OS-EXT-SRV-ATTR:hypervisor_hostname"
+HOST = "OS-EXT-SRV-ATTR:host"
+
+
+@dataclasses.dataclass(frozen=True)
+class Server:
+    """The fields of a Nova server (admin view at 2.53) that recovery and plans read."""
+
+    id: str
+    name: str = ""
+    status: str | None = None
+    host: str | None = None  # OS-EXT-SRV-ATTR:host, the compute service's host
+    hypervisor_hostname: str | None = None  # where the reference looks after an evacuation
+    vm_state: str | None = None
+    task_state: str | None = None
+    power_state: int | None = None
+    locked: bool = False
+    metadata: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    tenant_id: str = ""
+    image_id: str = ""  # empty: booted from a volume
+    flavor: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def of(cls, server: Mapping[str, Any] | Server) -> Server:
+        if isinstance(server, Server):
+            return server
+        image = server.get("image")
+        image_id = image.get("id", "") if isinstance(image, Mapping) else image
+        flavor = server.get("flavor")
+        return cls(
+            id=str(server["id"]),
+            name=server.get("name") or "",
+            status=server.get("status"),
+            host=server.get(HOST),
+            hypervisor_hostname=server.get(HYPERVISOR),
+            vm_state=server.get(VM_STATE),
+            task_state=server.get(TASK_STATE),
+            power_state=server.get(POWER_STATE),
+            locked=bool(server.get("locked", False)),
+            metadata=dict(server.get("metadata") or {}),
+            tenant_id=str(server.get("tenant_id") or ""),
+            image_id=str(image_id or ""),
+            flavor=dict(flavor) if isinstance(flavor, Mapping) else {},
+        )
+
+    @property
+    def compute_host(self) -> str | None:
+        """The compute service's host, which is the Masakari host name.
+
+        The reference compares the hypervisor hostname instead, which differs from the
+        service host where hypervisors report an FQDN: then any instance looked evacuated at
+        once.
+        """
+        return self.host or self.hypervisor_hostname
+
+    @property
+    def flavor_name(self) -> str:
+        return str(self.flavor.get("original_name") or self.flavor.get("id") or "")
+
+
+@dataclasses.dataclass(frozen=True)
+class Service:
+    """A nova-compute service as ``GET /os-services`` lists it."""
+
+    id: str
+    host: str = ""
+    status: str | None = None  # enabled, disabled
+    state: str | None = None  # up, down
+    forced_down: bool = False
+    disabled_reason: str | None = None
+
+    @classmethod
+    def of(cls, service: Mapping[str, Any] | Service) -> Service:
+        if isinstance(service, Service):
+            return service
+        return cls(
+            id=str(service["id"]),
+            host=str(service.get("host") or ""),
+            status=service.get("status"),
+            state=service.get("state"),
+            forced_down=bool(service.get("forced_down", False)),
+            disabled_reason=service.get("disabled_reason"),
+        )
+
+    @property
+    def usable(self) -> bool:
+        """Enabled and up: where Nova's scheduler may place."""
+        return self.status == "enabled" and self.state == "up"
+
+
+def first_service(services: Sequence[Mapping[str, Any] | Service]) -> Service | None:
+    """The compute service of a host: the first one Nova lists, as the reference takes."""
+    return Service.of(services[0]) if services else None
+
+
+def compute_service(services: Sequence[Mapping[str, Any] | Service], host: str) -> Service:
+    """The first compute service, or ComputeNotFoundByName when Nova lists none."""
+    found = first_service(services)
+    if found is None:
+        raise exception.ComputeNotFoundByName(compute_name=host)
+    return found
