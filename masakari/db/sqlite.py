@@ -17,7 +17,9 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
+import sqlite3
 import threading
+import time
 from typing import Any
 
 import sqlalchemy as sa
@@ -31,11 +33,11 @@ TURN_SUFFIX = "-writer.lock"
 class WriteTurn:
     """An exclusive ``flock`` on a file beside the database, for every writer of the file.
 
-    The kernel grants it the moment it is given back. One thread of a process queues for it,
-    its others behind a process lock; a writer opened inside a writer of the same thread is
-    already in its turn. Taken right before ``BEGIN IMMEDIATE``, given back once the
-    connection returns to the pool (after the commit or the rollback): it spans exactly
-    the time SQLite's write lock is held.
+    Waiters try again every millisecond, whatever they have waited. One thread of a
+    process queues for it, its others behind a process lock; a writer opened inside a
+    writer of the same thread is already in its turn. Taken right before
+    ``BEGIN IMMEDIATE``, given back once the connection returns to the pool (after the
+    commit or the rollback): it spans exactly the time SQLite's write lock is held.
     """
 
     def __init__(self, path: str) -> None:
@@ -64,14 +66,19 @@ class WriteTurn:
                 self._fd = None
         return self._fd
 
-    def take(self) -> None:
+    def take(self, timeout: float = BUSY_TIMEOUT_MS / 1000) -> None:
+        """Wait for the turn at most ``timeout`` seconds, as SQLite waits for its lock: a
+        writer frozen in its turn (SIGSTOP, a stalled disk) makes the others fail "database
+        is locked", as before, rather than hang."""
         depth = getattr(self._depth, "n", 0)
         if depth == 0:
-            self._lock.acquire()
+            deadline = time.monotonic() + timeout
+            if not self._lock.acquire(timeout=timeout):
+                raise _locked()
             try:
                 fd = self._file()
                 if fd is not None:
-                    fcntl.flock(fd, fcntl.LOCK_EX)
+                    _flock_before(fd, deadline)
             except BaseException:
                 self._lock.release()
                 raise
@@ -88,6 +95,27 @@ class WriteTurn:
                     fcntl.flock(self._fd, fcntl.LOCK_UN)
             finally:
                 self._lock.release()
+
+
+# A waiter tries again this often, whatever it has waited: the unfairness of SQLite's own
+# wait was its growing pause, and one waiter a process polls (its others queue behind the
+# process lock), so the cost is a few hundred system calls a second while waiting.
+TURN_POLL = 0.001
+
+
+def _locked() -> sqlite3.OperationalError:
+    return sqlite3.OperationalError("database is locked (the writers' turn was not given back)")
+
+
+def _flock_before(fd: int, deadline: float) -> None:
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise _locked() from None
+            time.sleep(TURN_POLL)
 
 
 _TURNS: dict[str, WriteTurn] = {}

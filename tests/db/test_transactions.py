@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import sqlite3
 import threading
 import time
 import types
@@ -219,3 +220,22 @@ def test_sqlite_writers_work_without_the_turn_file(tmp_path):
         assert rows(db) == [1]
     finally:
         db.dispose()
+
+
+@SQLITE_ONLY
+def test_a_turn_never_given_back_fails_the_writer_after_the_timeout(table, db_url):
+    """A writer frozen in its turn (another process's flock here) holds the others no longer
+    than SQLite's own busy timeout would: "database is locked", nothing written."""
+    path = os.path.abspath(sa.engine.make_url(db_url).database) + sqlite.TURN_SUFFIX
+    other = os.open(path, os.O_RDWR | os.O_CREAT)
+    fcntl.flock(other, fcntl.LOCK_EX)
+    turn = sqlite.write_turn(sa.engine.make_url(db_url).database)
+    try:
+        with pytest.raises(sqlite3.OperationalError, match="database is locked"):
+            turn.take(timeout=0.2)
+    finally:
+        fcntl.flock(other, fcntl.LOCK_UN)
+        os.close(other)
+    with table.writer() as session:  # the failed wait left the turn free
+        session.execute(sa.text("INSERT INTO t (n) VALUES (1)"))
+    assert rows(table) == [1]
