@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any
 
 from masakari import exception
 from masakari.compute.servers import Server, Service, compute_service
 from masakari.conf import host_return as host_return_opts
 from masakari.db import statuses
 from masakari.engine import capacity, selection
-from masakari.engine.context import Cancelled, PollTimeout, RunContext
+from masakari.engine.context import Cancelled, RunContext
 from masakari.engine.effects import VMoveData
-from masakari.engine.recovery import host_return, moves
+from masakari.engine.recovery import host_return, settle
 from masakari.engine.recovery.flow import (
     Flow,
     FlowTasks,
@@ -70,47 +69,6 @@ def disable_compute_service(ctx: TaskContext) -> None:
     ctx.update_details(f"Disabled compute service on host: '{host_name}'", 1.0)
 
 
-def _settle_previous_evacuations(ctx: TaskContext, host_name: str) -> None:
-    """Finish evacuations an earlier attempt started and never confirmed (engine lost).
-
-    Re-evacuating an instance Nova is still rebuilding elsewhere would reset it to error
-    mid-flight: wait for its task to end, then restore the state the first attempt planned
-    (stop it, reset it to error) and record where it went.
-    """
-    conf = ctx.conf
-    for vmove in ctx.effects.vmoves(statuses=[statuses.VMOVE_ONGOING]):
-
-        def settled(vmove: VMoveData = vmove) -> Server | None:
-            server = ctx.nova.get_server(vmove.instance_uuid)
-            if server.task_state is None or server.compute_host != host_name:
-                return server
-            return None
-
-        values: dict[str, Any] = {"end_time": ctx.run.clock.now()}
-        try:
-            server = ctx.run.poll(settled, conf.verify_interval, conf.wait_period_after_evacuation)
-            plan = ctx.effects.plan(vmove.instance_uuid)
-            was_error = plan is not None and plan.vm_state == "error"
-            if server.compute_host != host_name and (server.vm_state != "error" or was_error):
-                if plan is not None:
-                    moves.restore(ctx.run, vmove.instance_uuid, plan, resumed=True)
-                    server = ctx.nova.get_server(vmove.instance_uuid)
-                values.update(status=statuses.VMOVE_SUCCEEDED, dest_host=server.hypervisor_hostname)
-            else:
-                values.update(
-                    status=statuses.VMOVE_FAILED,
-                    message="Failed reason: engine lost before confirmation.",
-                )
-        except PollTimeout:
-            values.update(status=statuses.VMOVE_FAILED, message=moves.TIMEOUT_MESSAGE)
-        except exception.NovaError as exc:
-            values.update(status=statuses.VMOVE_FAILED, message=str(exc))
-        ctx.effects.update_vmove(vmove.id, **values)
-    # Instances the lost engine locked: unlocked now, locked again if evacuated again.
-    for instance_uuid in ctx.effects.locked_instances():
-        moves.unlock(ctx.run, instance_uuid)
-
-
 @task("PrepareHAEnabledInstancesTask")
 def prepare_ha_enabled_instances(ctx: TaskContext) -> None:
     """List the failed host's instances, keep those to evacuate, and record their vmoves.
@@ -121,7 +79,7 @@ def prepare_ha_enabled_instances(ctx: TaskContext) -> None:
     host_name = required(ctx.store.host_name, "host_name")
     options = ctx.conf.host_failure
     ctx.update_details("Preparing instances for evacuation")
-    _settle_previous_evacuations(ctx, host_name)
+    settle.previous_evacuations(ctx, host_name)
 
     servers = ctx.nova.list_servers_on_host(host_name)
     ctx.update_details(

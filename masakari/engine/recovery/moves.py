@@ -214,8 +214,11 @@ def evacuate_prepared(
 
 
 def unlock(run: RunContext, instance_uuid: str) -> None:
-    """Unlock an instance this service locked; a failure leaves it recorded for the next try."""
+    """Unlock an instance this service locked; a failure leaves it recorded, and the lock
+    reconciler (masakari.engine.locks) unlocks it once the recovery has ended."""
     try:
         run.effects.unlock_server(instance_uuid)
     except exception.NovaError as exc:
-        LOG.error("Unlocking instance %s failed, left for the next attempt: %s", instance_uuid, exc)
+        LOG.error(
+            "Unlocking instance %s failed, left to the lock reconciler: %s", instance_uuid, exc
+        )
