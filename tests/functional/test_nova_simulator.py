@@ -471,7 +471,7 @@ def test_flaky_reset_and_unavailable_come_before_acting(sim: NovaSimulator) -> N
     sim.flaky(unavailable=1.0)
     assert _status(lambda: nova.lock_server(VM)) == 503
     sim.flaky()
-    assert nova.get_server(VM)["locked"] is False
+    assert nova.get_server(VM).locked is False
     assert [c["status"] for c in sim.nova_calls()] == [599, 503, 200]
 
 
@@ -480,7 +480,7 @@ def test_flaky_late_answers_come_after_acting(sim: NovaSimulator) -> None:
     with pytest.raises(exception.NovaTimeout):
         sim.client(timeout=0.1, policy=FAST).lock_server(VM)
     sim.flaky()
-    assert sim.client(policy=FAST).get_server(VM)["locked"] is True
+    assert sim.client(policy=FAST).get_server(VM).locked is True
 
 
 def test_flaky_evacuations_are_counted_when_acted_on(sim: NovaSimulator) -> None:

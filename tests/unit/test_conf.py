@@ -58,6 +58,7 @@ PROJECT_ONLY = {
     ("host_failure", "check_server_groups"): ("boolean value", False, None),
     ("host_failure", "no_shared_storage"): ("boolean value", False, None),
     ("host_failure", "order_by_priority"): ("boolean value", False, None),
+    ("host_failure", "ordering_metadata_source"): ("string value", "instance", None),
     ("host_failure", "priority_instance_metadata_key"): ("string value", "HA_Priority", None),
     ("host_failure", "capacity_aware_targets"): ("boolean value", False, None),
     ("host_failure", "order_in_groups"): ("boolean value", False, None),

@@ -58,7 +58,7 @@ def test_engine_says_once_at_start_that_nova_is_not_configured(tmp_path, caplog)
     conf = masakari_conf.load([], default_config_files=[])
     caplog.set_level(logging.INFO)
     nova.forget_clients()
-    client = engine_cmd._nova_client(conf)
+    client, _placement = engine_cmd._clients(conf)
     lines = [r.getMessage() for r in caplog.records if r.name == "masakari.cmd.engine"]
     assert len(lines) == 1
     assert lines[0].startswith("Nova is not configured: ")

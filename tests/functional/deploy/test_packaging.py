@@ -21,6 +21,7 @@ DATA_FILES = {
     "masakari-config-generator.conf": ETC / "masakari-config-generator.conf",
     "policy.yaml.sample": ETC / "policy.yaml.sample",
     "masakari-policy-generator.conf": ETC / "masakari-policy-generator.conf",
+    "masakari.conf.recommended": ETC / "masakari.conf.recommended",
 }
 PACKAGE_DATA = ("masakari/api/api-paste.ini", "masakari/db/migrations/script.py.mako")
 NOT_SOURCES = (".git", ".venv", ".ref-venv", "build", "state", "*.egg-info", "__pycache__")

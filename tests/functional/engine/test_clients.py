@@ -30,7 +30,7 @@ def test_each_call_fails_until_the_credentials_work_then_builds_the_clients(
         assert sim.nova_calls() == []
         conf.set_override("os_privileged_user_auth_url", auth_url)
         lazy.lock_server(server)
-        assert lazy.get_server(server)["locked"] is True
+        assert lazy.get_server(server).locked is True
         capacity = placement.host_capacity("compute-1")
         assert capacity is not None and capacity.name == "compute-1"
         assert [c["method"] for c in sim.nova_calls()] == ["POST", "GET"]
