@@ -70,6 +70,13 @@ PROJECT_ONLY = {
     ("metrics", "engine_port"): ("port value", None, 0),
     ("DEFAULT", "max_evacuations_in_flight"): ("integer value", 0, 0),
     ("DEFAULT", "evacuation_batched_polling"): ("boolean value", False, None),
+    ("fencing", "config_file"): ("string value", None, None),
+    ("fencing", "unfenced_hosts"): ("string value", "recover", None),
+    ("fencing", "confirm_timeout"): ("floating point value", 30.0, 1),
+    ("fencing", "confirm_interval"): ("floating point value", 1.0, 0.05),
+    ("fencing", "power_on_after_recovery"): ("boolean value", False, None),
+    ("fencing", "kdump_listen"): ("string value", None, None),
+    ("fencing", "kdump_max_age"): ("integer value", 600, 1),
 }
 
 # Defaults that depend on the machine; config-options.json holds the

@@ -1,0 +1,112 @@
+"""[fencing]: host (power) fencing, proving a failed host off before evacuating it."""
+
+from __future__ import annotations
+
+from oslo_config import cfg
+
+from masakari.conf._text import paragraphs
+
+GROUP = cfg.OptGroup(
+    "fencing",
+    title="Host fencing",
+    help=(
+        "(masakari rewrite only) Power fencing of failed compute hosts (IPMI, Redfish, "
+        "fence agents, fence_kdump) before their instances are evacuated. Off while "
+        "config_file is unset: recovery then trusts the monitor's report, as in masakari "
+        "22.0.0."
+    ),
+)
+
+# What a COMPUTE_HOST failure of a host the fencing file has no driver for does.
+UNFENCED_RECOVER = "recover"
+UNFENCED_HOLD = "hold"
+
+OPTS: list[cfg.Opt] = [
+    cfg.StrOpt(
+        "config_file",
+        default=None,
+        help=paragraphs(
+            """
+(masakari rewrite only) The host fencing file (YAML): for each host name or
+pattern, and as a segment's default, the ordered drivers that power the host
+off (ipmi, redfish, agent) or prove it crashed (kdump), with their addresses
+and credentials. Read by masakari-engine only; keep it readable by the
+engine's user alone. Unset: no host is fenced (masakari 22.0.0's behaviour).
+See docs/operations.md, Host fencing.
+"""
+        ),
+    ),
+    cfg.StrOpt(
+        "unfenced_hosts",
+        default=UNFENCED_RECOVER,
+        choices=[
+            (UNFENCED_RECOVER, "recover on the monitor's word, as without fencing"),
+            (UNFENCED_HOLD, "hold the notification for an operator"),
+        ],
+        help=paragraphs(
+            """
+(masakari rewrite only) With config_file set, what a host failure of a host
+the file gives no driver does.
+"""
+        ),
+    ),
+    cfg.FloatOpt(
+        "confirm_timeout",
+        default=30.0,
+        min=1,
+        help=paragraphs(
+            """
+(masakari rewrite only) Seconds the power state is read, after a driver's
+power off, until it reads off; past it the driver counts as failed and the
+next one of the host's list is tried.
+"""
+        ),
+    ),
+    cfg.FloatOpt(
+        "confirm_interval",
+        default=1.0,
+        min=0.05,
+        help="(masakari rewrite only) Seconds between two power state reads while confirming.",
+    ),
+    cfg.BoolOpt(
+        "power_on_after_recovery",
+        default=False,
+        help=paragraphs(
+            """
+(masakari rewrite only) Power the fenced host on again once its instances are
+evacuated, through the driver that powered it off.
+"""
+        ),
+    ),
+    cfg.StrOpt(
+        "kdump_listen",
+        default=None,
+        help=paragraphs(
+            """
+(masakari rewrite only) ADDRESS:PORT on which each masakari-engine receives
+fence_kdump_send's UDP messages (fence_kdump's port is 7410). Unset: no
+listener, and kdump entries of the fencing file see only what other engines
+received.
+"""
+        ),
+    ),
+    cfg.IntOpt(
+        "kdump_max_age",
+        default=600,
+        min=1,
+        help=paragraphs(
+            """
+(masakari rewrite only) Seconds before a host failure report within which a
+kdump message of the host still proves the crash.
+"""
+        ),
+    ),
+]
+
+
+def list_opts() -> list[tuple[cfg.OptGroup, list[cfg.Opt]]]:
+    return [(GROUP, OPTS)]
+
+
+def enabled(conf: cfg.ConfigOpts) -> bool:
+    return bool(conf.fencing.config_file)

@@ -1,0 +1,11 @@
+"""Host fencing (power fencing, STONITH): proving a failed compute host is off before any of
+its instances is started elsewhere.
+
+Not to be confused with *lease fencing* (:mod:`masakari.engine.lease`, docs/engine.md
+§ Fencing), which stops an engine whose claim on a notification ran out. Here the thing
+fenced is a compute host, through its BMC (IPMI, Redfish), a ClusterLabs fence agent, or the
+proof of a kernel crash (fence_kdump's message).
+
+- :mod:`masakari.fencing.base`: the contract every driver keeps, and what the fencing file
+  says about one driver (:class:`~masakari.fencing.base.DriverSpec`).
+"""

@@ -1,0 +1,113 @@
+"""The contract of a power fencing driver, and one driver's entry in the fencing file.
+
+A host's entry in the fencing file ([fencing]/config_file) is an ordered *escalation list*
+of :class:`DriverSpec`: the engine tries them in order until one proves the host off. A
+power driver (IPMI, Redfish, a fence agent) implements :class:`PowerDriver`; ``kdump`` is
+not a power driver but a proof of a crash (:class:`CrashProof`), checked in its place in the
+list. Drivers never log or raise secrets: :class:`DriverSpec` keeps them out of ``repr``,
+and :meth:`DriverSpec.describe` is what evidence, logs and the API show.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import enum
+from collections.abc import Mapping
+from typing import Protocol
+
+__all__ = [
+    "CrashProof",
+    "DriverSpec",
+    "FenceError",
+    "PowerDriver",
+    "PowerState",
+    "Refused",
+    "Unreachable",
+]
+
+# The driver types of the fencing file.
+IPMI = "ipmi"
+REDFISH = "redfish"
+AGENT = "agent"
+KDUMP = "kdump"
+TYPES = (IPMI, REDFISH, AGENT, KDUMP)
+
+
+class PowerState(enum.Enum):
+    ON = "on"
+    OFF = "off"
+    # The BMC answered without a power state we understand (neither on nor off).
+    UNKNOWN = "unknown"
+
+
+class FenceError(Exception):
+    """A driver could not do what it was asked. The message names the driver and says why,
+    without secrets; it is recorded as the attempt's answer."""
+
+
+class Unreachable(FenceError):
+    """No answer within the driver's timeout (the BMC is down, or cut off)."""
+
+
+class Refused(FenceError):
+    """The BMC or agent answered and refused: bad credentials, an unknown system, a command
+    it does not accept."""
+
+
+@dataclasses.dataclass(frozen=True)
+class DriverSpec:
+    """One entry of a host's escalation list, as the fencing file gives it.
+
+    ``address``: the BMC's host name or IP (IPMI), base URL (Redfish), the host's address
+    its kdump messages come from (kdump); unused by agents, whose own options say it.
+    ``timeout``: seconds one call of this driver may take (a power action, a status read).
+    ``options``: the rest of the entry, driver-specific (Redfish's ``system``, ``verify``;
+    an agent's ``agent`` and its ``key=value`` arguments; kdump's wait), secrets included.
+    """
+
+    type: str
+    address: str | None = None
+    port: int | None = None
+    username: str | None = None
+    password: str | None = dataclasses.field(default=None, repr=False)
+    timeout: float = 10.0
+    options: Mapping[str, str] = dataclasses.field(default_factory=dict, repr=False)
+    # The label evidence shows: the file's ``name`` or, by default, the type.
+    name: str = ""
+
+    def describe(self) -> str:
+        """The driver as evidence and logs show it: type, label and address, never a
+        credential."""
+        where = self.address or ""
+        if self.port is not None and where:
+            where = f"{where}:{self.port}"
+        what = f"{self.type} {where}".strip()
+        return f"{self.name}: {what}" if self.name else what
+
+
+class PowerDriver(Protocol):
+    """A way to switch one host's power and read it. Every call returns within
+    ``spec.timeout`` (raising :class:`Unreachable` when the BMC does not answer) and raises
+    :class:`FenceError` for any other failure."""
+
+    spec: DriverSpec
+
+    def power_off(self) -> None:
+        """Ask for a hard power off (not a graceful shutdown). Returns once the BMC accepted
+        it; whether the host is off is :meth:`power_status`'s to say. A BMC that refuses
+        because the host is already off is not a failure: the caller reads the state."""
+
+    def power_status(self) -> PowerState: ...
+
+    def power_on(self) -> None: ...
+
+
+class CrashProof(Protocol):
+    """The kdump entry: has the host said it crashed? (fence_kdump_send's messages, received
+    by an engine's listener and kept in the database.)"""
+
+    def crashed_since(self, address: str, since: datetime.datetime) -> datetime.datetime | None:
+        """When the newest crash message from ``address`` at or after ``since`` arrived, or
+        None."""
+        ...
