@@ -22,24 +22,27 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import itertools
 import json
 import random
 import socket
 import struct
 import sys
 import threading
-import time
 import uuid
 from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from keystoneauth1 import session as ks_session
 from keystoneauth1.identity import v3
 
+from masakari.engine.ports import Clock
+from tests.fakes.nova_wire import InProcessAdapter
 from tests.fakes.placement import PREFIX as PLACEMENT_PREFIX
 from tests.fakes.placement import Flavor, Placement
+from tests.support.clock import FakeClock as FakeClock  # re-exported
 
 if TYPE_CHECKING:
     from masakari.compute.nova import NovaClient
@@ -92,30 +95,14 @@ _DEFAULT_MESSAGES = {
 
 # --- clocks -------------------------------------------------------------------------------
 
-
-class Clock(Protocol):
-    def now(self) -> float: ...
-
-
-class RealClock:
-    def now(self) -> float:
-        return time.time()
+# The simulator keeps time on the engine's clock (wall time by default); tests share the one
+# fake clock of tests/support/clock.py with it (re-exported here for the older imports).
+RealClock = Clock
 
 
-class FakeClock:
-    """Moves only when a test says so, so a 60 s service_down_time costs nothing."""
-
-    def __init__(self, start: float = 1_767_225_600.0) -> None:
-        self._now = start
-        self._lock = threading.Lock()
-
-    def now(self) -> float:
-        with self._lock:
-            return self._now
-
-    def advance(self, seconds: float) -> None:
-        with self._lock:
-            self._now += seconds
+def _epoch(moment: datetime.datetime) -> float:
+    """Seconds since 1970 of a naive UTC time, as the clocks' now() answers it."""
+    return moment.replace(tzinfo=datetime.UTC).timestamp()
 
 
 def _iso(epoch: float) -> str:
@@ -356,6 +343,9 @@ class _Server(ThreadingHTTPServer):
 
 Delay = float | tuple[float, float]
 
+# Names the URL of each simulator that answers in process (never resolved: no socket).
+_SIMULATORS = itertools.count(1)
+
 
 class NovaSimulator:
     """Nova's state and rules, Keystone's tokens, faults and the record of calls."""
@@ -373,7 +363,7 @@ class NovaSimulator:
         backlog: int | None = None,
         max_connections: int | None = None,
     ) -> None:
-        self.clock: Clock = clock or RealClock()
+        self.clock: Clock = clock or Clock()
         # The listen backlog, and how many connections are served at once (more wait in the
         # backlog, and beyond it are dropped by the kernel); an idle keep-alive connection is
         # then closed after IDLE_TIMEOUT, as a real API server does. None: no limit.
@@ -421,7 +411,13 @@ class NovaSimulator:
         self.set_evacuate_delay(evacuate_delay, seed)
         self._stopping = threading.Event()
         self._httpd: ThreadingHTTPServer | None = None
+        # Not started, the simulator answers the sessions it made itself, in process.
+        self._in_process_host = f"nova-sim-{next(_SIMULATORS)}.invalid"
         self._thread: threading.Thread | None = None
+
+    def now(self) -> float:
+        """The simulator's time, in seconds since 1970 (its clock's now())."""
+        return _epoch(self.clock.now())
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -450,7 +446,9 @@ class NovaSimulator:
 
     @property
     def base_url(self) -> str:
-        assert self._httpd is not None, "start() the simulator first"
+        """Its loopback URL once started, else the URL it answers in process at."""
+        if self._httpd is None:
+            return "http://" + self._in_process_host
         return f"http://127.0.0.1:{self._httpd.server_address[1]}"
 
     @property
@@ -468,7 +466,8 @@ class NovaSimulator:
     def session(
         self, *, username: str = "masakari", password: str = "secret", timeout: float = 10.0
     ) -> ks_session.Session:
-        """A keystone session authenticating as a service user of the 'service' project."""
+        """A keystone session authenticating as a service user of the 'service' project;
+        in process (no socket) while the simulator is not started."""
         auth = v3.Password(
             auth_url=self.auth_url,
             username=username,
@@ -477,7 +476,10 @@ class NovaSimulator:
             user_domain_name="Default",
             project_domain_name="Default",
         )
-        return ks_session.Session(auth=auth, timeout=timeout)
+        session = ks_session.Session(auth=auth, timeout=timeout)
+        if self._httpd is None:
+            session.session.mount(self.base_url, InProcessAdapter(_handler_for(self)))
+        return session
 
     def client(self, **kwargs: Any) -> NovaClient:
         """A NovaClient with its own session; keyword arguments go to NovaClient."""
@@ -534,7 +536,7 @@ class NovaSimulator:
         A nova-compute service gets a Placement resource provider sized ``vcpus``,
         ``memory_mb`` and ``disk_gb`` (unlimited where not given).
         """
-        now = self.clock.now()
+        now = self.now()
         alive = state == "up"
         svc = Service(
             id=id or str(uuid.uuid5(uuid.NAMESPACE_URL, f"nova-sim:service:{host}:{binary}")),
@@ -593,6 +595,32 @@ class NovaSimulator:
                 sid, self._hypervisor_of(host), srv.flavor.resources(), tenant_id, srv.user_id
             )
         return sid
+
+    def update_server(self, server_id: str, **fields: Any) -> None:
+        """Change a server behind the API's back (``locked=True``, ``vm_state="stopped"`` …):
+        what another client, or Nova itself, did meanwhile."""
+        with self.lock:
+            srv = self._server(server_id)
+            for name, value in fields.items():
+                if not hasattr(srv, name):
+                    raise AttributeError(f"a simulated server has no {name}")
+                setattr(srv, name, value)
+
+    def update_service(self, host: str, binary: str = "nova-compute", **fields: Any) -> None:
+        """Change a service behind the API's back (``status="disabled"`` …)."""
+        with self.lock:
+            svc = self._service_on(host, binary) or _missing(host)
+            for name, value in fields.items():
+                if not hasattr(svc, name):
+                    raise AttributeError(f"a simulated service has no {name}")
+                setattr(svc, name, value)
+
+    def delete_server(self, server_id: str) -> None:
+        """A tenant deletes the server: it is gone, its allocation too."""
+        with self.lock:
+            srv = self._server(server_id)
+            self.servers.remove(srv)
+            self.placement.free(srv.id, self._hypervisor_of(srv.host))
 
     def add_aggregate(
         self, id: int, name: str | None = None, hosts: list[str] | None = None, **kw: Any
@@ -658,13 +686,13 @@ class NovaSimulator:
         with self.lock:
             for s in self.services:
                 if s.host == host and s.alive:
-                    s.alive, s.last_heartbeat = False, self.clock.now()
+                    s.alive, s.last_heartbeat = False, self.now()
 
     def power_on(self, host: str) -> None:
         with self.lock:
             for s in self.services:
                 if s.host == host:
-                    s.alive, s.last_heartbeat = True, self.clock.now()
+                    s.alive, s.last_heartbeat = True, self.now()
             self._tick()
 
     def service_state(self, s: Service) -> str:
@@ -674,7 +702,7 @@ class NovaSimulator:
             return "down"
         if s.alive:
             return "up"
-        return "down" if self.clock.now() - s.last_heartbeat > self.service_down_time else "up"
+        return "down" if self.now() - s.last_heartbeat > self.service_down_time else "up"
 
     def service(self, host: str, binary: str = "nova-compute") -> dict[str, Any]:
         with self.lock:
@@ -810,6 +838,20 @@ class NovaSimulator:
         with self.lock:
             return [c.shape() for c in self.calls]
 
+    def actions(self, server_id: str | None = None) -> list[str]:
+        """The server actions requested (``lock``, ``os-stop``, ``evacuate`` …, answered or
+        not), in arrival order: of one server, or of all."""
+        with self.lock:
+            return [
+                str(next(iter(c.body)))
+                for c in self.calls
+                if c.method == "POST"
+                and isinstance(c.body, dict)
+                and len(c.body) == 1
+                and _path_matches("/servers/{id}/action", c.path)
+                and (server_id is None or c.path.split("/")[2] == server_id)
+            ]
+
     def calls_by(self, caller: str) -> list[Call]:
         """The Nova requests made with tokens of one Keystone user, in arrival order."""
         with self.lock:
@@ -827,13 +869,17 @@ class NovaSimulator:
 
     # --- Nova: one request -----------------------------------------------------------------
 
-    def handle_nova(self, req: Request) -> tuple[int, Any]:
+    def handle_nova(
+        self, req: Request, late: Callable[[float], bool] | None = None
+    ) -> tuple[int, Any]:
+        """One Nova request; a ``slow`` fault first waits with ``late`` (default: the wall
+        clock; True when the simulator stops meanwhile)."""
         server_id = req.parts[1] if req.parts[:1] == ["servers"] and len(req.parts) > 1 else None
         if server_id == "detail":
             server_id = None
         with self.lock:
             delay = self._take_fault(("delay",), req.method, req.path, req.action, server_id)
-        if delay is not None and self._stopping.wait(delay.seconds):
+        if delay is not None and (late or self._stopping.wait)(delay.seconds):
             raise NovaFault(503, "The simulator is stopping.")
         with self.lock:
             self._tick()
@@ -873,7 +919,7 @@ class NovaSimulator:
         """Completes the evacuations that are due and whose destination runs, in the order of
         their ends, starting queued ones as Nova slots free up (lock held). Runs on every
         request: the times are the exact ones whenever it runs."""
-        now = self.clock.now()
+        now = self.now()
         done: set[int] = set()
         while True:
             self._start_queued(now)
@@ -915,7 +961,7 @@ class NovaSimulator:
         duration = self._rng.uniform(*self._delay)
         self.evacuations_accepted[server] = self.evacuations_accepted.get(server, 0) + 1
         self.evacuations.append(Evacuation(None, server, dest, duration))
-        self._start_queued(self.clock.now())
+        self._start_queued(self.now())
         self.max_evacuations_in_flight = max(self.max_evacuations_in_flight, len(self.evacuations))
 
     # --- lookups and views (lock held) -----------------------------------------------------
@@ -940,7 +986,7 @@ class NovaSimulator:
         raise NovaFault(404, f"Aggregate {aid} could not be found.")
 
     def _service_view(self, s: Service) -> dict[str, Any]:
-        seen = self.clock.now() if s.alive else s.last_heartbeat
+        seen = self.now() if s.alive else s.last_heartbeat
         return {
             "id": s.id,
             "binary": s.binary,
@@ -1381,6 +1427,10 @@ def _handler_for(sim: NovaSimulator) -> type[BaseHTTPRequestHandler]:
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
+        def answer_late(self, seconds: float) -> bool:
+            """Hold the answer ``seconds`` (wall clock); True if the simulator stopped."""
+            return sim._stopping.wait(seconds)
+
         def send(self, status: int, body: Any, headers: Mapping[str, str] | None = None) -> None:
             raw = isinstance(body, bytes)
             data = body if raw else b"" if body is None else json.dumps(body).encode()
@@ -1513,7 +1563,7 @@ def _handler_for(sim: NovaSimulator) -> type[BaseHTTPRequestHandler]:
             with sim.lock:
                 call = Call(
                     len(sim.calls) + 1,
-                    sim.clock.now(),
+                    sim.now(),
                     self.command,
                     rel,
                     sorted([k, v] for k, v in query),
@@ -1548,7 +1598,7 @@ def _handler_for(sim: NovaSimulator) -> type[BaseHTTPRequestHandler]:
                     (int(major), int(minor or 0)),
                     "admin" in token["roles"],
                 )
-                status, out = sim.handle_nova(req)
+                status, out = sim.handle_nova(req, self.answer_late)
             except NovaFault as err:
                 status = err.status
                 out = {
@@ -1560,7 +1610,7 @@ def _handler_for(sim: NovaSimulator) -> type[BaseHTTPRequestHandler]:
             except Exception as exc:  # a simulator bug must still answer, and visibly
                 status, out = 500, {"computeFault": {"code": 500, "message": f"sim: {exc!r}"}}
             call.status = status
-            if flaw == "late" and sim._stopping.wait(
+            if flaw == "late" and self.answer_late(
                 sim.flakiness.late_seconds if sim.flakiness else 0
             ):
                 return None
