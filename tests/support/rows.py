@@ -8,8 +8,10 @@ to it, flushed), and answers the row's uuid::
     spare = rows.host(db, seg, "reserved-1", reserved=True)
     nid = rows.notification(db, h1, "COMPUTE_HOST", rows.HOST_DOWN)
     seg, hosts = rows.segment_with_hosts(db, "h1", "h2", reserved=("h2",))  # hosts: name → uuid
+    rows.status_of(db, nid), rows.host_row(db, h1).on_maintenance          # reading them back
 
-Other columns go through as keyword arguments (``created_at=``, ``description=`` …).
+Other columns go through as keyword arguments (``created_at=``, ``description=`` …); a
+segment or host given ``deleted_at=`` is soft-deleted, as oslo.db does (``deleted`` = its id).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import Any, TypeVar
 from sqlalchemy import orm
 
 from masakari.db.database import Database
-from masakari.db.models import Base, Host, Notification, NotificationClaim, Segment
+from masakari.db.models import Base, Host, Notification, NotificationClaim, RecoveryTask, Segment
 
 T0 = datetime.datetime(2026, 1, 1, 12, 0, 0)
 LATER = T0 + datetime.timedelta(minutes=1)
@@ -41,6 +43,9 @@ def _add(target: Target, row: R) -> R:
             return _add(s, row)
     target.add(row)
     target.flush()
+    if getattr(row, "deleted_at", None) is not None:
+        row.deleted = row.id  # type: ignore[attr-defined]  # soft-deleted as oslo.db does
+        target.flush()
     return row
 
 
@@ -163,3 +168,38 @@ def claim(
     )
     target.flush()
     return None
+
+
+# --- reading them back ------------------------------------------------------------------------
+
+
+def host_row(db: Database, host_uuid: str) -> Host:
+    with db.reader() as s:
+        return s.query(Host).filter_by(uuid=host_uuid).one()
+
+
+def status_of(db: Database, notification_uuid: str) -> str:
+    with db.reader() as s:
+        return s.query(Notification).filter_by(notification_uuid=notification_uuid).one().status
+
+
+def task_rows(db: Database, nid: str) -> list[tuple[int, str, str, float, list[tuple[str, str]]]]:
+    """A notification's progress rows, in order: (attempt, task, state, progress,
+    [(progress, message)])."""
+    with db.reader() as s:
+        found = (
+            s.query(RecoveryTask)
+            .filter_by(notification_uuid=nid)
+            .order_by(RecoveryTask.attempt, RecoveryTask.position)
+            .all()
+        )
+        return [
+            (
+                r.attempt,
+                r.name,
+                r.state,
+                r.progress,
+                [(d["progress"], d["message"]) for d in json.loads(r.details)],
+            )
+            for r in found
+        ]

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import time
@@ -15,7 +14,7 @@ from oslo_config import cfg
 
 from masakari import conf as masakari_conf
 from masakari.db.database import Database
-from masakari.db.models import Host, Notification, RecoveryTask, VMove
+from masakari.db.models import VMove
 from masakari.engine.service import EngineService
 from tests.fakes.nova import NovaSimulator
 from tests.support import rows
@@ -63,11 +62,8 @@ add_segment = rows.segment
 add_host = rows.host
 notify = rows.notification
 HOST_DOWN = rows.HOST_DOWN
-
-
-def status_of(db: Database, nid: str) -> str:
-    with db.reader() as s:
-        return s.query(Notification).filter_by(notification_uuid=nid).one().status
+status_of = rows.status_of
+host_row = rows.host_row
 
 
 def wait_status(
@@ -86,27 +82,13 @@ def wait_status(
 
 
 def details(db: Database, nid: str) -> list[tuple[int, str, str, list[str]]]:
-    with db.reader() as s:
-        rows = (
-            s.query(RecoveryTask)
-            .filter_by(notification_uuid=nid)
-            .order_by(RecoveryTask.attempt, RecoveryTask.position)
-            .all()
-        )
-        return [
-            (r.attempt, r.name, r.state, [d["message"] for d in json.loads(r.details)])
-            for r in rows
-        ]
+    """The progress rows: (attempt, task, state, [message])."""
+    return [(a, n, st, [m for _, m in msgs]) for a, n, st, _, msgs in rows.task_rows(db, nid)]
 
 
 def vmoves(db: Database, nid: str) -> list[VMove]:
     with db.reader() as s:
         return s.query(VMove).filter_by(notification_uuid=nid).order_by(VMove.id).all()
-
-
-def host_row(db: Database, host_uuid: str) -> Host:
-    with db.reader() as s:
-        return s.query(Host).filter_by(uuid=host_uuid).one()
 
 
 @pytest.fixture

@@ -13,11 +13,12 @@ import sqlalchemy as sa
 from masakari.compute.retry import Policy
 from masakari.db import instances, migration
 from masakari.db.database import Database
-from masakari.db.models import InstanceLock, NotificationClaim
+from masakari.db.models import InstanceLock
 from masakari.engine.locks import LockReconciler
 from tests.db import backends
 from tests.fakes.nova import NovaSimulator
 from tests.functional.engine.conftest import HOST_DOWN, add_host, add_segment, notify
+from tests.support import rows
 
 NO_RETRY = Policy(connect_retries=0, retries=0)
 
@@ -60,14 +61,7 @@ def _locked(db: Database, sim: NovaSimulator, status: str, claimed: bool = False
     with db.writer() as s:
         instances.record_lock(s, nid, server)
         if claimed:
-            s.add(
-                NotificationClaim(
-                    notification_uuid=nid,
-                    owner="other",
-                    attempt=1,
-                    expires_at=_now() + datetime.timedelta(minutes=5),
-                )
-            )
+            rows.claim(s, nid, "other", 1, _now() + datetime.timedelta(minutes=5))
     return server
 
 

@@ -7,7 +7,6 @@ A run's sleeps move the clock at once, and with it Nova's evacuations and heartb
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -18,7 +17,6 @@ from masakari import conf as masakari_conf
 from masakari.compute import retry
 from masakari.compute.nova import NovaClient
 from masakari.db.database import Database
-from masakari.db.models import RecoveryTask
 from masakari.engine.context import RunContext
 from masakari.engine.effects import Effects
 from masakari.engine.lease import Lease
@@ -70,22 +68,5 @@ def make_run(
     )
 
 
-def task_rows(db: Database, nid: str) -> list[tuple[int, str, str, float, list[tuple[str, str]]]]:
-    """The progress rows: (attempt, task, state, progress, [(progress, message)])."""
-    with db.reader() as s:
-        found = (
-            s.query(RecoveryTask)
-            .filter_by(notification_uuid=nid)
-            .order_by(RecoveryTask.attempt, RecoveryTask.position)
-            .all()
-        )
-        return [
-            (
-                r.attempt,
-                r.name,
-                r.state,
-                r.progress,
-                [(d["progress"], d["message"]) for d in json.loads(r.details)],
-            )
-            for r in found
-        ]
+# The progress rows: (attempt, task, state, progress, [(progress, message)]).
+task_rows = rows.task_rows

@@ -7,7 +7,6 @@ import pytest
 
 from masakari import conf as masakari_conf
 from masakari.db import statuses
-from masakari.db.models import Host
 from masakari.engine.recovery import host, instance, process
 from masakari.engine.tasks import load_flows
 from tests.functional.engine.runs.conftest import make_run
@@ -21,9 +20,8 @@ def flows():
 
 
 def _host_row(db, host_uuid):
-    with db.reader() as s:
-        row = s.query(Host).filter_by(uuid=host_uuid).one()
-        return (bool(row.on_maintenance), bool(row.reserved))
+    row = rows.host_row(db, host_uuid)
+    return (bool(row.on_maintenance), bool(row.reserved))
 
 
 @pytest.mark.parametrize(
