@@ -22,6 +22,7 @@ from masakari.policies import (
     segments,
     vmoves,
 )
+from tests.support.clock import FakeClock
 from tests.unit.test_policy import MEMBER, PROJECT_ONLY, _entry_point
 
 
@@ -69,8 +70,8 @@ def test_relative_policy_file_is_found_next_to_the_config(tmp_path: Path) -> Non
 def test_an_edited_policy_file_applies_within_a_second(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    clock = [1000.0]
-    monkeypatch.setattr(policy.time, "monotonic", lambda: clock[0])
+    clock = FakeClock()
+    monkeypatch.setattr(policy.time, "monotonic", clock.monotonic)
     enforcer = _enforcer_with_file(tmp_path, "p.yaml", '"os_masakari_api:segments:index": "@"\n')
     path = tmp_path / "p.yaml"
     policy.authorize(enforcer, dict(MEMBER), segments.INDEX)
@@ -78,9 +79,9 @@ def test_an_edited_policy_file_applies_within_a_second(
     # oslo.policy compares modification times: make the edit visible whatever the filesystem.
     stat = path.stat()
     os.utime(path, (stat.st_atime + 5, stat.st_mtime + 5))
-    clock[0] += policy.RECHECK_SECONDS / 2
+    clock.advance(policy.RECHECK_SECONDS / 2)
     policy.authorize(enforcer, dict(MEMBER), segments.INDEX)  # not looked at yet
-    clock[0] += policy.RECHECK_SECONDS
+    clock.advance(policy.RECHECK_SECONDS)
     with pytest.raises(exception.PolicyNotAuthorized):
         policy.authorize(enforcer, dict(MEMBER), segments.INDEX)
 
