@@ -1,6 +1,6 @@
 """The engine's reads on every backend: the queue, and the host, vmove, plan and instance-lock
 rows a recovery works with (its writes of them go through the fence, tested in
-tests/unit/engine/test_effects.py)."""
+tests/functional/engine/runs/test_effects.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""A Keystone v3 and Nova v2.1 simulator on loopback, for functional tests and benchmarks.
+"""A Keystone v3 and Nova v2.1 simulator on loopback, for functional tests and benchmarks; not
+started, it answers its own sessions in process, without a socket (tests/fakes/nova_wire.py),
+for tests/unit.
 
 Usage::
 
@@ -97,7 +99,6 @@ _DEFAULT_MESSAGES = {
 
 # The simulator keeps time on the engine's clock (wall time by default); tests share the one
 # fake clock of tests/support/clock.py with it (re-exported here for the older imports).
-RealClock = Clock
 
 
 def _epoch(moment: datetime.datetime) -> float:
