@@ -1,5 +1,6 @@
 """Fixtures: one run's parts (tasks, the flow runner, the effects seam, slots) on the fake
-clock, against the Nova simulator on the same clock and a migrated SQLite database.
+clock, against the Nova simulator on the same clock (in process: these are tests of the
+engine, not of the transport) and a migrated SQLite database.
 
 A run's sleeps move the clock at once, and with it Nova's evacuations and heartbeats: a
 180 s wait costs nothing.
@@ -8,7 +9,6 @@ A run's sleeps move the clock at once, and with it Nova's evacuations and heartb
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -34,9 +34,8 @@ def clock() -> FakeClock:
 
 
 @pytest.fixture
-def sim(clock: FakeClock) -> Iterator[NovaSimulator]:
-    with NovaSimulator(clock=clock) as simulator:
-        yield simulator
+def sim(clock: FakeClock) -> NovaSimulator:
+    return NovaSimulator(clock=clock)  # not started: answers in process
 
 
 @pytest.fixture
