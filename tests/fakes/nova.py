@@ -346,6 +346,8 @@ Delay = float | tuple[float, float]
 
 # Names the URL of each simulator that answers in process (never resolved: no socket).
 _SIMULATORS = itertools.count(1)
+# How the connection answering this thread's request holds a late answer (handle_nova).
+_answering = threading.local()
 
 
 class NovaSimulator:
@@ -870,17 +872,16 @@ class NovaSimulator:
 
     # --- Nova: one request -----------------------------------------------------------------
 
-    def handle_nova(
-        self, req: Request, late: Callable[[float], bool] | None = None
-    ) -> tuple[int, Any]:
-        """One Nova request; a ``slow`` fault first waits with ``late`` (default: the wall
-        clock; True when the simulator stops meanwhile)."""
+    def handle_nova(self, req: Request) -> tuple[int, Any]:
+        """One Nova request; a ``slow`` fault first holds it as the connection answering it
+        holds a late answer (on a socket: the wall clock)."""
         server_id = req.parts[1] if req.parts[:1] == ["servers"] and len(req.parts) > 1 else None
         if server_id == "detail":
             server_id = None
         with self.lock:
             delay = self._take_fault(("delay",), req.method, req.path, req.action, server_id)
-        if delay is not None and (late or self._stopping.wait)(delay.seconds):
+        late = getattr(_answering, "late", None) or self._stopping.wait
+        if delay is not None and late(delay.seconds):
             raise NovaFault(503, "The simulator is stopping.")
         with self.lock:
             self._tick()
@@ -1599,7 +1600,11 @@ def _handler_for(sim: NovaSimulator) -> type[BaseHTTPRequestHandler]:
                     (int(major), int(minor or 0)),
                     "admin" in token["roles"],
                 )
-                status, out = sim.handle_nova(req, self.answer_late)
+                _answering.late = self.answer_late
+                try:
+                    status, out = sim.handle_nova(req)
+                finally:
+                    _answering.late = None
             except NovaFault as err:
                 status = err.status
                 out = {
