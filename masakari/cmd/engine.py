@@ -11,7 +11,7 @@ from types import FrameType
 from oslo_config import cfg
 
 from masakari import conf as masakari_conf
-from masakari import exception, reload
+from masakari import coordination, detection, exception, reload
 from masakari.compute import nova, retry
 from masakari.compute.placement import PlacementClient
 from masakari.db.database import Database
@@ -19,7 +19,7 @@ from masakari.engine import logtag, tasks
 from masakari.engine.clients import LazyNova, LazyPlacement
 from masakari.engine.plan import Capacities
 from masakari.engine.ports import Nova
-from masakari.engine.service import EngineService
+from masakari.engine.service import EngineService, engine_owner
 from masakari.metrics import serve
 
 LOG = logging.getLogger(__name__)
@@ -41,7 +41,19 @@ def main(argv: list[str] | None = None) -> int:
         # rather than at the first failure.
         flows = tasks.load_flows(conf)
         nova_client, placement = _clients(conf)
-        service = EngineService(conf, db, nova_client, placement=placement, flows=flows)
+        owner = engine_owner(conf)
+        leadership = coordination.leadership(conf, owner)
+        detector = _detector(conf, db, owner, leadership)
+        service = EngineService(
+            conf,
+            db,
+            nova_client,
+            placement=placement,
+            flows=flows,
+            owner=owner,
+            leadership=leadership,
+            addons=[detector] if detector is not None else [],
+        )
     except exception.InvalidConfiguration as exc:
         LOG.error("%s", exc)
         print(f"masakari-engine: {exc}", file=sys.stderr)
@@ -87,6 +99,25 @@ def _clients(conf: cfg.ConfigOpts) -> tuple[Nova, Capacities]:
     else:
         return client, PlacementClient.from_conf(conf)
     return LazyNova(conf), LazyPlacement.from_conf(conf)
+
+
+def _detector(
+    conf: cfg.ConfigOpts, db: Database, owner: str, leadership: coordination.Leadership
+) -> detection.Detector | None:
+    """The failure detector ([detection] enabled), on a Nova client of its own: a poll that
+    fails is a blind poll, tried again at the next one rather than retried for long."""
+    if not conf.detection.enabled:
+        return None
+    try:
+        client = nova.get_client(conf, retry.DETECTION)
+    except exception.NovaError as exc:
+        raise exception.InvalidConfiguration(
+            message=f"[detection] enabled needs Nova's credentials: {exc}"
+        ) from exc
+    probe = detection.keystone_probe(
+        client.session, conf.os_privileged_user_auth_url, conf.nova_api_timeout
+    )
+    return detection.build(conf, db, client, probe, owner, leadership)
 
 
 if __name__ == "__main__":

@@ -25,12 +25,27 @@ from masakari.db.statuses import IGNORED, NEW
 REASON_SEGMENT = "mass failure: segment threshold"
 REASON_GLOBAL = "mass failure: global threshold"
 REASON_UNKNOWN = "host status UNKNOWN: waiting for confirmation"
+# The failure detector's gates (masakari.detection).
+REASON_BREAKER = "detection breaker: too many hosts look down at once"
+REASON_STORM = "detection storm cooldown: hosts looked down en masse recently"
+# The engine's verdict ([verdict] rule) did not confirm the failure; the rest says why.
+VERDICT_PREFIX = "verdict: "
 # The reason label of the masakari_notifications_held counter.
 METRIC_REASONS = {
     REASON_SEGMENT: "mass_failure_segment",
     REASON_GLOBAL: "mass_failure_global",
     REASON_UNKNOWN: "unknown_host_state",
+    REASON_BREAKER: "detection_breaker",
+    REASON_STORM: "detection_storm",
 }
+
+
+def metric_reason(reason: str) -> str:
+    """The label of a hold's reason for the masakari_notifications_held counter."""
+    if reason.startswith(VERDICT_PREFIX):
+        return "verdict"
+    return METRIC_REASONS.get(reason, "other")
+
 
 CANCEL_MESSAGE = "Cancelled by an operator while held."
 SUPERSEDED_MESSAGE = "Superseded by notification %s, which confirms the host's state."
@@ -71,6 +86,31 @@ def released_since(when: datetime.datetime) -> sa.ColumnElement[bool]:
 def hold(session: orm.Session, notification_uuid: str, reason: str) -> None:
     session.add(NotificationHold(notification_uuid=notification_uuid, reason=reason))
     session.flush()
+
+
+def hold_again(session: orm.Session, notification_uuid: str, reason: str) -> None:
+    """Hold a notification that an engine had taken (its verdict did not confirm it); one
+    released earlier is held anew, with the new reason."""
+    updated = session.execute(
+        sa.update(NotificationHold)
+        .where(NotificationHold.notification_uuid == notification_uuid)
+        .values(reason=reason, released_at=None, created_at=utcnow())
+        .execution_options(synchronize_session=False)
+    )
+    if affected_rows(updated) == 0:
+        hold(session, notification_uuid, reason)
+
+
+def released(session: orm.Session, notification_uuid: str) -> bool:
+    """The notification was held, and an operator released it."""
+    return (
+        session.scalar(
+            sa.select(NotificationHold.released_at).where(
+                NotificationHold.notification_uuid == notification_uuid
+            )
+        )
+        is not None
+    )
 
 
 def reasons(session: orm.Session, notification_uuids: list[str]) -> dict[str, str]:

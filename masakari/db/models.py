@@ -162,7 +162,7 @@ class VMove(_SoftDelete, Base):
 
 
 # --- the project's own tables (migrations b6e0c1a2f9d4, e7a2c9d41f03, c3f1d8a7b2e5,
-# c3d5f7a9b1e2, a3d5f7c9e1b2, after the reference's head)
+# c3d5f7a9b1e2, a3d5f7c9e1b2, f1c3e5a7b9d2, after the reference's head)
 
 
 class RecoveryTask(_Timestamps, Base):
@@ -297,5 +297,48 @@ class EvacuationSlot(Base):
     taken_at: Mapped[datetime.datetime] = mapped_column(DateTime, nullable=False)
 
 
+class DetectorLease(_Timestamps, Base):
+    """Which engine runs the failure detector, until when (migration f1c3e5a7b9d2).
+
+    One row per detector (``name``); the holder renews ``expires_at``, an expired row is taken
+    by another engine with a new ``token``. ``fence`` is bumped by every notification the
+    detector records, in the transaction that records it: a takeover and a late report of
+    the lease's former holder conflict on this row (masakari/db/detector_lease.py).
+    """
+
+    __tablename__ = "masakari_detector_leases"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    owner: Mapped[str] = mapped_column(String(255), nullable=False)
+    token: Mapped[int] = mapped_column(Integer, nullable=False)
+    expires_at: Mapped[datetime.datetime] = mapped_column(DateTime, nullable=False)
+    fence: Mapped[int] = mapped_column(sa.BigInteger, nullable=False, default=0, server_default="0")
+    # Until when a mass event's storm cooldown holds what the detector finds (None: none).
+    storm_until: Mapped[datetime.datetime | None] = mapped_column(DateTime)
+
+
+class FailureEvidence(Base):
+    """One signal about a host failure, kept with its notification (migration f1c3e5a7b9d2).
+
+    ``kind``: ``report`` (a monitor's or the detector's report), ``nova`` (the host's
+    nova-compute state and heartbeat age), ``fence`` / ``kdump`` (host fencing), ``verdict``
+    (what the engine's rule decided). ``failed``: whether the signal says the host failed
+    (True), is alive (False), or cannot tell (None); for a verdict, whether it confirmed.
+    """
+
+    __tablename__ = "masakari_failure_evidence"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    notification_uuid: Mapped[str] = mapped_column(String(36), nullable=False)
+    kind: Mapped[str] = mapped_column(String(16), nullable=False)
+    source: Mapped[str] = mapped_column(String(255), nullable=False)
+    failed: Mapped[bool | None] = mapped_column(Boolean)
+    # The signal's value, for code: a report's host_status, nova-compute's state, a power state.
+    value: Mapped[str | None] = mapped_column(String(64))
+    detail: Mapped[str] = mapped_column(Text, nullable=False)
+    observed_at: Mapped[datetime.datetime] = mapped_column(DateTime, nullable=False)
+
+
 Index("recovery_tasks_notification_idx", RecoveryTask.notification_uuid)
 Index("instance_locks_notification_idx", InstanceLock.notification_uuid)
+Index("failure_evidence_notification_idx", FailureEvidence.notification_uuid)

@@ -66,6 +66,7 @@ def _delete_notifications(session: orm.Session, uuids: list[str]) -> int:
         models.InstancePlan,
         models.NotificationHold,
         models.NotificationFailure,
+        models.FailureEvidence,
     ):
         session.execute(sa.delete(model).where(model.notification_uuid.in_(uuids)))
     result = session.execute(

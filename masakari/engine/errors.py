@@ -9,3 +9,13 @@ class Cancelled(Exception):
 
 class PollTimeout(Exception):
     """A confirmation poll ran out of time."""
+
+
+class Held(Exception):
+    """The run holds its notification for an operator instead of recovering it (the verdict
+    did not confirm the failure): the notification goes back to ``new``, held, with
+    ``reason``."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason

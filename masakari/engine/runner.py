@@ -16,11 +16,12 @@ from typing import Any
 from oslo_config import cfg
 
 from masakari import metrics, notifier
-from masakari.db import queue, statuses
+from masakari.db import holds, queue, statuses
 from masakari.db.database import Database
 from masakari.engine.context import RunContext
 from masakari.engine.effects import Effects
-from masakari.engine.errors import Cancelled
+from masakari.engine.errors import Cancelled, Held
+from masakari.engine.fence_signals import HostFencing, NoFencing
 from masakari.engine.host_notices import HostNotices
 from masakari.engine.hostpoll import HostPoller
 from masakari.engine.lease import Lease, LeaseLost
@@ -49,6 +50,7 @@ class Runner:
     release: Callable[[dict[str, int]], None]
     slots: EvacuationSlots | None = None
     host_poller: HostPoller | None = None
+    fencing: HostFencing = dataclasses.field(default_factory=NoFencing)
 
     def process(self, item: Work, lease: Lease) -> str | None:
         """Recover a notification we hold a claim on; write the outcome. Returns the status."""
@@ -71,6 +73,7 @@ class Runner:
             slots=self.slots,
             host_poller=self.host_poller,
             placement=self.placement,
+            fencing=self.fencing,
         )
         started = self.clock.monotonic()
         try:
@@ -85,6 +88,9 @@ class Runner:
         except Cancelled:
             LOG.warning("Recovery of notification %s stopped before its end", notification_uuid)
             self.release({notification_uuid: item.token})
+            return None
+        except Held as held:
+            self._hold(item, effects, held.reason)
             return None
         except Exception as exc:
             LOG.exception("Recovery of notification %s failed", notification_uuid)
@@ -121,6 +127,23 @@ class Runner:
             self.clock.monotonic() - started,
         )
         return status
+
+    def _hold(self, item: Work, effects: Effects, reason: str) -> None:
+        """Back to ``new``, held: nothing was done to the host; an operator decides."""
+        item.finishing = True
+        try:
+            held = effects.hold(reason)
+        except LeaseLost:
+            held = False
+        if not held:
+            LOG.warning(
+                "Notification %s was taken from this engine before its hold", item.notification_uuid
+            )
+            return
+        metrics.notification_held(holds.metric_reason(reason))
+        LOG.warning(
+            "Notification %s is held (%s): release or cancel it.", item.notification_uuid, reason
+        )
 
     def _notify_outcome(
         self, fields: dict[str, Any], status: str, failure: BaseException | None

@@ -14,6 +14,8 @@ import logging
 import os
 import threading
 import uuid
+from collections.abc import Sequence
+from typing import Protocol
 
 from oslo_config import cfg
 
@@ -32,7 +34,7 @@ from masakari.engine.runner import Runner
 from masakari.engine.slots import EvacuationSlots
 from masakari.engine.workers import Workers
 
-__all__ = ["EngineService", "lease_timing"]
+__all__ = ["Addon", "EngineService", "engine_owner", "lease_timing"]
 
 LOG = logging.getLogger(__name__)
 
@@ -42,6 +44,21 @@ DEFAULT_RETRY_WORKERS = 2
 SWEEP_INTERVAL = 5.0
 # Seconds a stopping engine waits for its cancelled recoveries to unwind.
 STOP_GRACE = 5.0
+
+
+def engine_owner(conf: cfg.ConfigOpts) -> str:
+    """A fresh id per process: a restarted engine does not inherit its old claims, it takes
+    them over once they expire like any other engine would."""
+    return f"{conf.host}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+class Addon(Protocol):
+    """Work the engine runs for another package on its schedule (the failure detector,
+    which masakari-engine wires in: this package never imports it)."""
+
+    def tasks(self) -> list[periodic.Task]: ...
+
+    def stop(self) -> None: ...
 
 
 class EngineService:
@@ -65,14 +82,14 @@ class EngineService:
         sweep_interval: float = SWEEP_INTERVAL,
         flows: FlowTasks | None = None,
         leadership: coordination.Leadership | None = None,
+        addons: Sequence[Addon] = (),
     ) -> None:
         self.conf = conf
         self.db = db
         self.nova = nova
         self.clock = clock or Clock()
-        # A fresh id per process: a restarted engine does not inherit its old claims, it
-        # takes them over once they expire like any other engine would.
-        self.owner = owner or f"{conf.host}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.owner = owner or engine_owner(conf)
+        self.addons = list(addons)
         self.sweep_interval = sweep_interval
         self._stopping = threading.Event()
         self._outage = Outage()
@@ -161,7 +178,7 @@ class EngineService:
                     leader_only=True,
                 ),
             ]
-        return every
+        return every + [task for addon in self.addons for task in addon.tasks()]
 
     # --- life cycle ------------------------------------------------------------------------
 
@@ -188,6 +205,8 @@ class EngineService:
             self._listener.stop()
         self.leadership.stop()
         self.periodic.stop(grace)
+        for addon in self.addons:
+            addon.stop()
         if self._intake_thread.is_alive():
             self._intake_thread.join(timeout=grace)
         left = self.workers.stop(grace)

@@ -9,7 +9,7 @@ from masakari import exception
 from masakari.compute.servers import Server, Service, compute_service
 from masakari.conf import host_return as host_return_opts
 from masakari.db import statuses
-from masakari.engine import capacity, selection
+from masakari.engine import capacity, selection, verdict
 from masakari.engine.context import Cancelled, RunContext
 from masakari.engine.effects import VMoveData
 from masakari.engine.recovery import host_return, settle
@@ -257,10 +257,14 @@ def handle(
             "Notification '%s' ignored as host_status is not provided.", run.notification_uuid
         )
         return statuses.IGNORED
+    host_status = payload.host_status
     released_unknown = (
         payload.host_status.upper() == "UNKNOWN" and run.conf.guards.hold_unknown_host_reports
     )
-    if released_unknown:
+    if event == "STOPPED" and verdict.applies(run.conf, payload):
+        # Judged by [verdict] rule: confirmed (with the host_status it proved), or Held.
+        host_status = verdict.judge(run, host_uuid, payload)
+    elif released_unknown:
         # Held at intake (masakari.db.holds) and taken by the engine only once an operator
         # released it: the release is the confirmation the report lacked.
         LOG.warning(
@@ -301,5 +305,5 @@ def handle(
         if host.recovery_method == AUTO
         else run.effects.reserved_host_names(host.failover_segment_id)
     )
-    store = Store(run.notification_uuid, host_name=host.name, host_status=payload.host_status)
+    store = Store(run.notification_uuid, host_name=host.name, host_status=host_status)
     return run_flow(run, lambda: recover(run, flows, host.recovery_method, store, reserved_hosts))
