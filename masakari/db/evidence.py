@@ -67,4 +67,4 @@ def of(session: orm.Session, notification_uuid: str) -> list[Evidence]:
         .where(FailureEvidence.notification_uuid == notification_uuid)
         .order_by(FailureEvidence.id)
     )
-    return [Evidence(r.kind, r.source, r.failed, r.detail, r.observed_at) for r in rows]
+    return [Evidence(r.kind, r.source, r.failed, r.detail, r.observed_at, r.value) for r in rows]

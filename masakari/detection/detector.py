@@ -86,6 +86,7 @@ class Detector:
         self._gates: Gates | None = None
         self._token: int | None = None
         self._blind: str | None = None
+        self._said: tuple[tuple[str, ...], bool] = ((), False)
 
     def tasks(self) -> list[periodic.Task]:
         return [
@@ -186,20 +187,22 @@ class Detector:
     # --- acting on a poll ------------------------------------------------------------------
 
     def _act(self, outcome: Outcome) -> None:
-        if outcome.breaker_scopes:
-            LOG.warning(
-                "Failure detector: too many hosts look down at once (%s): %s",
-                "; ".join(outcome.breaker_scopes),
-                "held for an operator" if self.settings.breaker_hold else "not reported",
-            )
+        said = (tuple(outcome.breaker_scopes), gates_mod.CLIFF in outcome.active)
+        if said != self._said:  # each change once, not every poll
+            self._said = said
+            if outcome.breaker_scopes:
+                LOG.warning(
+                    "Failure detector: too many hosts look down at once (%s): %s",
+                    "; ".join(outcome.breaker_scopes),
+                    "held for an operator" if self.settings.breaker_hold else "not reported",
+                )
+            if gates_mod.CLIFF in outcome.active:
+                LOG.warning(
+                    "Failure detector: heartbeat cliff, nothing reported for %d polls",
+                    self.settings.cliff_polls,
+                )
         if outcome.storm_until is not None:
             self.lease.keep_storm(outcome.storm_until)
-        if gates_mod.CLIFF in outcome.active and outcome.deferred:
-            LOG.warning(
-                "Failure detector: heartbeat cliff, %d host(s) wait: %s",
-                len(outcome.deferred),
-                ", ".join(h.name for h in outcome.deferred),
-            )
         for host in outcome.report:
             self._report(host, None)
         for host in outcome.hold:

@@ -23,6 +23,7 @@ from masakari import coordination, notifier
 from masakari.db.database import Database
 from masakari.engine import locks, periodic, tasks, wakeup
 from masakari.engine.clients import LazyPlacement
+from masakari.engine.fence_signals import HostFencing, NoFencing
 from masakari.engine.heartbeat import Heartbeat, lease_timing
 from masakari.engine.hostpoll import HostPoller
 from masakari.engine.intake import Intake
@@ -83,6 +84,7 @@ class EngineService:
         flows: FlowTasks | None = None,
         leadership: coordination.Leadership | None = None,
         addons: Sequence[Addon] = (),
+        fencing: HostFencing | None = None,
     ) -> None:
         self.conf = conf
         self.db = db
@@ -115,6 +117,7 @@ class EngineService:
             release=self.heartbeat.release,
             slots=self.slots,
             host_poller=self.host_poller,
+            fencing=fencing or NoFencing(),
         )
         self.intake = Intake(
             conf,
