@@ -151,6 +151,9 @@ class Detector:
             self.keystone_probe()
         except Exception as exc:
             raise Blind("keystone", exc) from exc
+        # Ages count from when Nova was asked: an answer that comes late (or reaches a
+        # detector that froze while waiting) makes heartbeats look younger, never older.
+        asked = self.clock.now()
         try:
             services = self.nova.list_compute_services()
         except exception.NovaError as exc:
@@ -162,7 +165,6 @@ class Detector:
                 hosts = watch.hosts_in_service(session, since)
         except database.DB_ERRORS as exc:
             raise Blind("database", exc) from exc
-        now = self.clock.now()
         by_host: dict[str, Service] = {}
         for listed in services:
             by_host.setdefault(listed.host, listed)
@@ -174,7 +176,7 @@ class Detector:
                 continue
             age = None
             if service.updated_at is not None:
-                age = max((now - service.updated_at).total_seconds(), 0.0)
+                age = max((asked - service.updated_at).total_seconds(), 0.0)
             down = service.state == "down" or (age is not None and age > self.grace)
             seen.append(Seen(host.name, host.segment_uuid, down, age, service.state, host.known))
         return seen, unreadable
