@@ -112,3 +112,15 @@ def vmove(row: models.VMove | Row) -> dict[str, Any]:
         "status": row.status,
         "message": row.message,
     }
+
+
+def evidence(item: Any) -> dict[str, Any]:
+    """One signal of a host failure (masakari.db.evidence.Evidence), at 1.7."""
+    return {
+        "kind": item.kind,
+        "source": item.source,
+        "failed": item.failed,
+        "value": item.value,
+        "detail": item.detail,
+        "observed_at": _time(item.observed_at),
+    }

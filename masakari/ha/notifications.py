@@ -321,3 +321,9 @@ def get_with_details(
         if failure_message and failed_task.failed(row.status):
             details = failed_task.with_reason(details, failures.get(session, notification_uuid))
         return row, details
+
+
+def evidence(db: Database, notification_uuid: str) -> list[evidence_db.Evidence]:
+    """What a host failure was judged on (API 1.7, notification show)."""
+    with db.reader() as session:
+        return evidence_db.of(session, notification_uuid)
