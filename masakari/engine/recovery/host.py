@@ -9,10 +9,10 @@ from masakari import exception
 from masakari.compute.servers import Server, Service, compute_service
 from masakari.conf import host_return as host_return_opts
 from masakari.db import statuses
-from masakari.engine import capacity, selection, verdict
+from masakari.engine import capacity, selection
 from masakari.engine.context import Cancelled, RunContext
 from masakari.engine.effects import VMoveData
-from masakari.engine.recovery import host_return, settle
+from masakari.engine.recovery import confirm, host_return, settle
 from masakari.engine.recovery.flow import (
     Flow,
     FlowTasks,
@@ -252,33 +252,8 @@ def handle(
     """A COMPUTE_HOST notification: the status it ends with."""
     payload = HostPayload.parse(text)
     event = (payload.event or "").upper()
-    if payload.host_status is None:
-        LOG.warning(
-            "Notification '%s' ignored as host_status is not provided.", run.notification_uuid
-        )
-        return statuses.IGNORED
-    host_status = payload.host_status
-    released_unknown = (
-        payload.host_status.upper() == "UNKNOWN" and run.conf.guards.hold_unknown_host_reports
-    )
-    if event == "STOPPED" and verdict.applies(run.conf, payload):
-        # Judged by [verdict] rule: confirmed (with the host_status it proved), or Held.
-        host_status = verdict.judge(run, host_uuid, payload)
-    elif released_unknown:
-        # Held at intake (masakari.db.holds) and taken by the engine only once an operator
-        # released it: the release is the confirmation the report lacked.
-        LOG.warning(
-            "Notification '%s' with host_status UNKNOWN was released by an operator: "
-            "recovering the host.",
-            run.notification_uuid,
-        )
-    elif payload.host_status.upper() != "NORMAL":
-        # Evacuating from a host whose power-off is not confirmed could run an instance twice.
-        LOG.warning(
-            "Notification '%s' ignored as host_status is '%s'",
-            run.notification_uuid,
-            payload.host_status.upper(),
-        )
+    confirmed = confirm.host_report(run, host_uuid, payload, event)
+    if confirmed is None:
         return statuses.IGNORED
     if event == "STARTED":
         LOG.info(
@@ -287,7 +262,7 @@ def handle(
             host_uuid,
             payload.event,
         )
-        if host_return_opts.enabled(run.conf) and not released_unknown:
+        if host_return_opts.enabled(run.conf) and not confirmed.released_unknown:
             return host_return.handle(run, host_uuid)
         return statuses.FINISHED
     if event != "STOPPED":
@@ -305,5 +280,5 @@ def handle(
         if host.recovery_method == AUTO
         else run.effects.reserved_host_names(host.failover_segment_id)
     )
-    store = Store(run.notification_uuid, host_name=host.name, host_status=host_status)
+    store = Store(run.notification_uuid, host_name=host.name, host_status=confirmed.host_status)
     return run_flow(run, lambda: recover(run, flows, host.recovery_method, store, reserved_hosts))
