@@ -33,13 +33,17 @@ TEXT = """\
 # - [host_failure] capacity_aware_targets, order_by_priority, order_in_groups: they need
 #   Placement in the catalog, or tenants' metadata the operator trusts (docs/operations.md,
 #   "Planning").
+# - [detection] enabled (failures found from Nova's heartbeats, without agents) and
+#   [verdict] rule: how a deployment finds and confirms failures is its own choice (with
+#   masakari-monitors, without, or both; with host fencing or not); docs/operations.md,
+#   "Detection", gives the settings for each.
 
 [DEFAULT]
 # The newest API microversion: held notifications and their release/cancel action (1.4),
-# recovery plans and segment readiness (1.5). Clients at 1.0-1.3 (openstacksdk,
-# python-masakariclient, masakari-monitors) see exactly the reference's API; only a client
-# asking for "latest" or 1.4+ sees the new fields.
-api_max_microversion = 1.5
+# recovery plans and segment readiness (1.5), a host failure's evidence (1.7). Clients at
+# 1.0-1.3 (openstacksdk, python-masakariclient, masakari-monitors) see exactly the
+# reference's API; only a client asking for "latest" or 1.4+ sees the new fields.
+api_max_microversion = 1.7
 # One Nova list per failed host and second instead of one GET per evacuating instance: the
 # same answers, far fewer requests while a rack evacuates. Needs nothing.
 evacuation_batched_polling = true
