@@ -29,7 +29,7 @@ from typing import Any, Protocol
 
 from oslo_config import cfg
 
-from masakari import exception
+from masakari import exception, notifier
 from masakari.compute.servers import Service
 from masakari.db import database, watch
 from masakari.db import evidence as evidence_db
@@ -83,6 +83,7 @@ class Detector:
         self.grace = float(conf.detection.grace_period)
         self.settings = Settings.from_conf(conf)
         self.rules = Rules.from_conf(conf)
+        self.notifier = notifier.Notifier(conf, "masakari-engine")
         self._gates: Gates | None = None
         self._token: int | None = None
         self._blind: str | None = None
@@ -244,6 +245,9 @@ class Detector:
             detection_metrics.reported("refused")
             return
         detection_metrics.reported("created" if reason is None else "held")
+        # As the API's create does (its .start has no counterpart: no request came).
+        fields = notifier.notification_fields(row)
+        self.notifier.emit("notification.create.end", notifier.notification_payload(fields))
         LOG.warning(
             "Failure detector: host %s looks down (%s): notification %s%s",
             host.name,
