@@ -195,8 +195,14 @@ def main() -> int:
     print(_row("detector, from the power-off", from_off, f"{bound:g}"))
     print(_row("detector, from the last heartbeat", from_beat, f"{bound:g}"))
     print(_row("masakari-monitors (model), from offline", model, f"{worst_monitor:g}"))
-    over = [t for t in from_off if t > bound]
-    print(f"detector runs over the bound: {len(over)} of {len(from_off)}")
+    # Half a second of real time for the machine (a poll's own requests, scheduling): at a
+    # scale of 0.1 it reads as 5 s.
+    slack = 0.5 / args.scale
+    over = [t for t in from_off if t > bound + slack]
+    print(
+        f"detector runs over the bound (+{slack:g} s of scaled machine time): "
+        f"{len(over)} of {len(from_off)}"
+    )
     return 0 if not over else 1
 
 
