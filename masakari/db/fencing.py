@@ -179,9 +179,7 @@ def delete_of(session: orm.Session, notification_uuids: Sequence[str]) -> int:
 def record_kdump(
     session: orm.Session, source_address: str, received_at: datetime.datetime, engine: str
 ) -> None:
-    session.add(
-        KdumpMessage(source_address=source_address, received_at=received_at, engine=engine)
-    )
+    session.add(KdumpMessage(source_address=source_address, received_at=received_at, engine=engine))
     session.flush()
 
 

@@ -54,6 +54,7 @@ def is_fence_reason(reason: str | None) -> bool:
         reason.startswith(REASON_FENCE_FAILED) or reason == REASON_UNFENCED
     )
 
+
 CANCEL_MESSAGE = "Cancelled by an operator while held."
 SUPERSEDED_MESSAGE = "Superseded by notification %s, which confirms the host's state."
 

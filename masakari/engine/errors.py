@@ -9,3 +9,12 @@ class Cancelled(Exception):
 
 class PollTimeout(Exception):
     """A confirmation poll ran out of time."""
+
+
+class Held(Exception):
+    """Host fencing did not prove the failed host dead: the notification is held for an
+    operator, and the claim given up with it (already written when this is raised)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason

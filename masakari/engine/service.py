@@ -21,6 +21,7 @@ from masakari import coordination, notifier
 from masakari.db.database import Database
 from masakari.engine import locks, periodic, tasks, wakeup
 from masakari.engine.clients import LazyPlacement
+from masakari.engine.fencing import HostFencing
 from masakari.engine.heartbeat import Heartbeat, lease_timing
 from masakari.engine.hostpoll import HostPoller
 from masakari.engine.intake import Intake
@@ -49,6 +50,8 @@ class EngineService:
 
     ``nova`` and ``placement`` are the process's clients (masakari-engine builds them from
     masakari.conf); without ``placement``, one is built from ``conf`` at its first use.
+    ``fencing``: host fencing, read from [fencing] config_file by masakari-engine (None:
+    hosts are not fenced).
     """
 
     def __init__(
@@ -65,6 +68,7 @@ class EngineService:
         sweep_interval: float = SWEEP_INTERVAL,
         flows: FlowTasks | None = None,
         leadership: coordination.Leadership | None = None,
+        fencing: HostFencing | None = None,
     ) -> None:
         self.conf = conf
         self.db = db
@@ -98,6 +102,7 @@ class EngineService:
             release=self.heartbeat.release,
             slots=self.slots,
             host_poller=self.host_poller,
+            fencing=fencing,
         )
         self.intake = Intake(
             conf,

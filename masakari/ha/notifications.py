@@ -102,7 +102,7 @@ def record(
         raise NotificationRaceLost(host=data["hostname"], type=data["type"]) from exc
     if reason is not None:
         # The one place a hold is decided: counted here, after the commit.
-        metrics.notification_held(holds.METRIC_REASONS.get(reason, "other"))
+        metrics.notification_held(holds.metric_reason(reason))
         LOG.warning(
             "Notification %s from host %s is held (%s): release or cancel it.",
             row.notification_uuid,

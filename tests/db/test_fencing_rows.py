@@ -45,7 +45,9 @@ def _notification(db: Database, status: str = "running", updated_at=None) -> str
 
 def test_migration_creates_what_the_models_say(db: Database) -> None:
     with db.engine.connect() as conn:
-        diffs = autogenerate.compare_metadata(MigrationContext.configure(conn), models.Base.metadata)
+        diffs = autogenerate.compare_metadata(
+            MigrationContext.configure(conn), models.Base.metadata
+        )
 
     def tables(item: object) -> set[str]:
         if isinstance(item, (list, tuple)):
@@ -105,7 +107,9 @@ def test_checks_replace_a_hosts_earlier_ones(db: Database) -> None:
         return fencing.Check(host, position, f"ipmi bmc-{position}", result, None, NOW, "e-1")
 
     with db.writer() as s:
-        fencing.replace_checks(s, "compute-1", [check("compute-1", 0, "ok"), check("compute-1", 1, "ok")])
+        fencing.replace_checks(
+            s, "compute-1", [check("compute-1", 0, "ok"), check("compute-1", 1, "ok")]
+        )
         fencing.replace_checks(s, "compute-2", [check("compute-2", 0, "unreachable")])
     with db.writer() as s:
         fencing.replace_checks(s, "compute-1", [check("compute-1", 0, "refused")])

@@ -14,6 +14,8 @@ Revision ID: f2b4d6e8a0c1
 Revises: d4e6f8a0b2c4
 """
 
+import datetime
+
 import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import mysql
@@ -24,7 +26,7 @@ branch_labels = None
 depends_on = None
 
 
-def _time() -> sa.types.TypeEngine[object]:
+def _time() -> sa.types.TypeEngine[datetime.datetime]:
     return sa.DateTime().with_variant(mysql.DATETIME(fsp=6), "mysql")
 
 
