@@ -1,9 +1,11 @@
-"""A recovery as a timeline: its tasks and its instances, with times, results and durations.
+"""A recovery as a timeline: its tasks, host fencing calls and instances, with times,
+results and durations.
 
-``load`` reads one notification's rows (its recovery tasks and its vmoves); ``text`` prints
-them for a terminal and ``html`` draws them as one self-contained page (inline SVG, no
-script, no external resource): one bar per task and per instance over time, coloured by
-result. ``masakari-manage notification show UUID [--html FILE]`` uses both.
+``load`` reads one notification's rows (its recovery tasks, fence attempts and vmoves);
+``text`` prints them for a terminal and ``html`` draws them as one self-contained page
+(inline SVG, no script, no external resource): one bar per task, per fence attempt and per
+instance over time, coloured by result. ``masakari-manage notification show UUID [--html
+FILE]`` uses both.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from sqlalchemy import orm
 
 from masakari import exception, terminal
 from masakari.db import failures
+from masakari.db import fencing as fence_rows
 from masakari.db.models import Notification, RecoveryTask, VMove
 from masakari.ha import failed_task
 
@@ -32,6 +35,18 @@ COLOURS = {
     "ongoing": "#1565c0",
     "RUNNING": "#1565c0",
     "pending": "#9e9e9e",
+    # host fencing's results: proven dead, sent and unanswered, and the failures
+    "off": "#2e7d32",
+    "crashed": "#2e7d32",
+    "dead": "#2e7d32",
+    "done": "#2e7d32",
+    "sent": "#1565c0",
+    "on": "#c62828",
+    "unknown": "#c62828",
+    "unreachable": "#c62828",
+    "refused": "#c62828",
+    "timeout": "#c62828",
+    "no message": "#c62828",
 }
 DEFAULT_COLOUR = "#6a1b9a"
 
@@ -40,7 +55,7 @@ DEFAULT_COLOUR = "#6a1b9a"
 class Bar:
     """One row of the timeline: a task of an attempt, or an instance's move."""
 
-    kind: str  # "task" or "instance"
+    kind: str  # "task", "fence" or "instance"
     label: str
     result: str
     start: datetime.datetime | None
@@ -68,10 +83,12 @@ class Timeline:
     tasks: list[Bar]
     instances: list[Bar]
     failure_reason: str | None = None
+    fencing: list[Bar] = dataclasses.field(default_factory=list)
+    fence_attempts: list[fence_rows.Attempt] = dataclasses.field(default_factory=list)
 
     @property
     def bars(self) -> list[Bar]:
-        return [*self.tasks, *self.instances]
+        return [*self.tasks, *self.fencing, *self.instances]
 
 
 def _parse(timestamp: str | None) -> datetime.datetime | None:
@@ -139,6 +156,22 @@ def load(session: orm.Session, notification_uuid: str) -> Timeline:
             .order_by(VMove.start_time, VMove.id)
         )
     ]
+    attempts = fence_rows.attempts(session, notification_uuid)
+    fencing = [
+        Bar(
+            kind="fence",
+            label=f"fence #{a.position} {a.driver} {a.action}",
+            result=a.result,
+            start=a.started_at,
+            end=None
+            if a.duration is None
+            else a.started_at + datetime.timedelta(seconds=a.duration),
+            detail=a.message or "",
+            source=a.host_name,
+            ident=str(a.id),
+        )
+        for a in attempts
+    ]
     return Timeline(
         notification_uuid=row.notification_uuid,
         type=row.type,
@@ -149,6 +182,8 @@ def load(session: orm.Session, notification_uuid: str) -> Timeline:
         tasks=tasks,
         instances=instances,
         failure_reason=None if failure is None else failure.reason,
+        fencing=fencing,
+        fence_attempts=attempts,
     )
 
 
@@ -179,6 +214,22 @@ def text(timeline: Timeline) -> str:
         for b in t.tasks
     ]
     lines += _table(table) if t.tasks else ["  (none)"]
+    if t.fence_attempts:
+        lines += ["", "host fencing:"]
+        table = [("#", "driver", "action", "result", "start", "duration", "message")]
+        table += [
+            (
+                str(a.position),
+                a.driver,
+                a.action,
+                a.result,
+                a.started_at.isoformat(sep=" ", timespec="milliseconds"),
+                "-" if a.duration is None else f"{a.duration:.2f}s",
+                a.message or "",
+            )
+            for a in t.fence_attempts
+        ]
+        lines += _table(table)
     lines += ["", "instances:"]
     table = [("instance", "source", "destination", "result", "start", "end", "duration")]
     table += [
@@ -280,7 +331,8 @@ dt {{ color: #666; }}
 <dt>type</dt><dd>{_e(t.type)}</dd><dt>status</dt><dd>{_e(t.status)}</dd>
 <dt>reported</dt><dd>{_e(_clock(t.generated_time))}</dd>
 <dt>received</dt><dd>{_e(_clock(t.created_at))}</dd>
-{failure}<dt>tasks</dt><dd>{len(t.tasks)}</dd><dt>instances</dt><dd>{len(t.instances)}</dd>
+{failure}<dt>tasks</dt><dd>{len(t.tasks)}</dd><dt>fence attempts</dt><dd>{len(t.fencing)}</dd>
+<dt>instances</dt><dd>{len(t.instances)}</dd>
 </dl>
 <svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img"
  aria-label="recovery timeline">

@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy import orm
 
 from masakari.db.database import affected_rows
-from masakari.db.models import FenceAttempt, FenceCheck, KdumpMessage
+from masakari.db.models import FenceAttempt, FenceCheck, Host, KdumpMessage, Segment
 
 # Actions of a fence attempt.
 OFF = "off"
@@ -70,19 +70,6 @@ class Attempt:
     @property
     def proves_dead(self) -> bool:
         return (self.action, self.result) in PROOFS
-
-    def view(self) -> dict[str, object]:
-        """As API 1.6 shows it (engine and claim attempt left out: internal)."""
-        return {
-            "host": self.host_name,
-            "position": self.position,
-            "driver": self.driver,
-            "action": self.action,
-            "result": self.result,
-            "message": self.message,
-            "started_at": self.started_at.isoformat(timespec="microseconds"),
-            "duration": self.duration,
-        }
 
 
 def _attempt(row: FenceAttempt) -> Attempt:
@@ -213,6 +200,17 @@ class Check:
     checked_at: datetime.datetime
     engine: str
     duration: float | None = None
+
+
+def hosts_to_check(session: orm.Session) -> list[tuple[str, str, str]]:
+    """Every live host: (name, segment uuid, segment name), by name."""
+    rows = session.execute(
+        sa.select(Host.name, Segment.uuid, Segment.name)
+        .join(Segment, Segment.uuid == Host.failover_segment_id)
+        .where(Host.deleted == 0, Segment.deleted == 0)
+        .order_by(Host.name)
+    )
+    return [(r[0], r[1], r[2]) for r in rows]
 
 
 def replace_checks(session: orm.Session, host_name: str, found: Iterable[Check]) -> None:

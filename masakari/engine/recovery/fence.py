@@ -27,9 +27,9 @@ from masakari.engine import progress as states
 from masakari.engine.context import Cancelled, RunContext
 from masakari.engine.errors import Held
 from masakari.engine.fence_effects import Attempt
-from masakari.engine.fencing import HostFencing
+from masakari.engine.fencing import FencedHost, HostFencing
 from masakari.engine.progress import FlowProgress
-from masakari.engine.recovery.flow import Store, TaskContext, required
+from masakari.engine.recovery.flow import Store, TaskContext
 from masakari.fencing.base import KDUMP, DriverSpec, FenceError
 
 LOG = logging.getLogger(__name__)
@@ -40,7 +40,7 @@ OPERATOR = "operator"
 
 
 def fence_first(
-    run: RunContext, store: Store, segment: str | None, reported_at: datetime.datetime | None
+    run: RunContext, store: Store, host: FencedHost, reported_at: datetime.datetime | None
 ) -> None:
     """The fence step of a COMPUTE_HOST failure; sets ``store.host_fenced`` when proven.
 
@@ -55,7 +55,7 @@ def fence_first(
     step.set_state(states.RUNNING)
     ctx = TaskContext(run, store, step)
     try:
-        _fence(ctx, fencing, segment, reported_at)
+        _fence(ctx, fencing, host, reported_at)
     except (Cancelled, Held):
         raise
     except Exception:
@@ -67,10 +67,10 @@ def fence_first(
 def _fence(
     ctx: TaskContext,
     fencing: HostFencing,
-    segment: str | None,
+    fenced: FencedHost,
     reported_at: datetime.datetime | None,
 ) -> None:
-    host = required(ctx.store.host_name, "host_name")
+    host = fenced.name
     effects = ctx.effects
     prior = effects.fence_attempts()
     proof = next((a for a in prior if a.proves_dead), None)
@@ -86,7 +86,7 @@ def _fence(
     if holds.is_fence_reason(released):
         _released(ctx, host, released or "")
         return
-    specs = fencing.drivers_for(host, segment)
+    specs = fencing.drivers_for(fenced)
     if not specs:
         if fencing.holds_unfenced:
             _hold(ctx, holds.REASON_UNFENCED, f"No power fencing configured for host '{host}'")
@@ -95,7 +95,7 @@ def _fence(
             1.0,
         )
         return
-    if _read_back(ctx, fencing, host, segment, prior):
+    if _read_back(ctx, fencing, fenced, prior):
         return
     since = (reported_at or ctx.run.clock.now()) - datetime.timedelta(seconds=fencing.kdump_max_age)
     failures: list[str] = []
@@ -135,11 +135,7 @@ def _released(ctx: TaskContext, host: str, reason: str) -> None:
 
 
 def _read_back(
-    ctx: TaskContext,
-    fencing: HostFencing,
-    host: str,
-    segment: str | None,
-    prior: list[Attempt],
+    ctx: TaskContext, fencing: HostFencing, fenced: FencedHost, prior: list[Attempt]
 ) -> bool:
     """An earlier attempt sent a power off (or was confirming one) and no answer proved
     it: read the state back before anything is sent again. True when it reads Off."""
@@ -149,8 +145,9 @@ def _read_back(
         if a.action in (evidence.OFF, evidence.STATUS)
         and a.result in (evidence.SENT, evidence.DONE)
     ]
+    host = fenced.name
     for attempt in reversed(sent):
-        spec = fencing.spec_at(host, segment, attempt.position, attempt.driver)
+        spec = fencing.spec_at(fenced, attempt.position, attempt.driver)
         if spec is None:
             continue
         ctx.update_details(
@@ -258,7 +255,7 @@ def _hold(ctx: TaskContext, reason: str, what: str) -> NoReturn:
     raise Held(reason[: holds.MAX_REASON])
 
 
-def power_on_after(run: RunContext, host: str, segment: str | None) -> None:
+def power_on_after(run: RunContext, fenced: FencedHost) -> None:
     """[fencing] power_on_after_recovery: power the host on again, through the driver whose
     power off was confirmed; once per notification. A failure is recorded and logged: the
     recovery itself succeeded."""
@@ -274,7 +271,8 @@ def power_on_after(run: RunContext, host: str, segment: str | None) -> None:
     )
     if proof is None:
         return  # proven by kdump or an operator: nothing of ours powered it off
-    spec = fencing.spec_at(host, segment, proof.position, proof.driver)
+    host = fenced.name
+    spec = fencing.spec_at(fenced, proof.position, proof.driver)
     if spec is None:
         LOG.warning("Host %s: its fencing driver changed; not powered on again", host)
         return

@@ -17,6 +17,7 @@ from masakari.db import statuses
 from masakari.engine import selection
 from masakari.engine.context import RunContext
 from masakari.engine.effects import VMoveData
+from masakari.engine.fencing import FencedHost
 from masakari.engine.recovery import fence, host_return, settle
 from masakari.engine.recovery.flow import (
     FlowTasks,
@@ -228,9 +229,9 @@ def handle(
         else run.effects.reserved_host_names(host.failover_segment_id)
     )
     store = Store(run.notification_uuid, host_name=host.name, host_status=payload.host_status)
-    segment = host.failover_segment_id
-    fence.fence_first(run, store, segment, reported_at)
+    fenced = FencedHost(host.name, host.segment_name, host.failover_segment_id)
+    fence.fence_first(run, store, fenced, reported_at)
     status = run_flow(run, lambda: recover(run, flows, host.recovery_method, store, reserved_hosts))
     if status == statuses.FINISHED and store.host_fenced:
-        fence.power_on_after(run, host.name, segment)
+        fence.power_on_after(run, fenced)
     return status

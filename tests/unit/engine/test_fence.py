@@ -20,7 +20,7 @@ from masakari.db import fencing as evidence
 from masakari.db import holds
 from masakari.db.models import FenceAttempt, Notification, NotificationClaim
 from masakari.engine.errors import Held
-from masakari.engine.fencing import HostFencing
+from masakari.engine.fencing import FencedHost, HostFencing
 from masakari.engine.lease import LeaseLost
 from masakari.engine.recovery import fence, host
 from masakari.engine.recovery.flow import Store, TaskContext
@@ -28,6 +28,7 @@ from masakari.fencing.base import DriverSpec, PowerState, Refused, Unreachable
 from tests.unit.engine.conftest import make_run, task_rows
 
 HOST = "compute-1"
+FENCED = FencedHost(HOST, "seg")
 IPMI = DriverSpec("ipmi", address="192.0.2.1", port=623, username="admin", password="s3cret")
 REDFISH = DriverSpec("redfish", address="https://192.0.2.2", password="s3cret")
 KDUMP = DriverSpec("kdump", address="192.0.2.10", options={"wait": "3"})
@@ -63,8 +64,10 @@ class Plan:
     def __init__(self, specs: dict[str, list[DriverSpec]]) -> None:
         self.specs = specs
 
-    def drivers_for(self, host_name: str, segment: str | None) -> list[DriverSpec]:
-        return self.specs.get(host_name, [])
+    def drivers_for(
+        self, host_name: str, segment_name: str | None = None, segment_uuid: str | None = None
+    ) -> list[DriverSpec] | None:
+        return self.specs.get(host_name)
 
 
 def fencing_for(
@@ -85,7 +88,7 @@ def fencing_for(
 def step(run: Any, fencing: HostFencing) -> Store:
     run.fencing = fencing
     store = Store(run.notification_uuid, host_name=HOST, host_status="NORMAL")
-    fence.fence_first(run, store, "seg", datetime.datetime(2026, 1, 1))
+    fence.fence_first(run, store, FENCED, datetime.datetime(2026, 1, 1))
     return store
 
 
@@ -288,8 +291,8 @@ def test_power_on_after_recovery_once_through_the_driver_that_powered_off(db, no
     bmc = ScriptedBMC(IPMI)
     fencing = fencing_for([failing, bmc], power_on_after_recovery=True)
     step(run, fencing)
-    fence.power_on_after(run, HOST, "seg")
-    fence.power_on_after(run, HOST, "seg")
+    fence.power_on_after(run, FENCED)
+    fence.power_on_after(run, FENCED)
     assert bmc.calls == ["off", "status", "on"]
     assert failing.calls == ["off"]
     assert attempts(db, run.notification_uuid)[-1] == (1, "on", "done")
