@@ -77,6 +77,7 @@ PROJECT_ONLY = {
     ("fencing", "power_on_after_recovery"): ("boolean value", False, None),
     ("fencing", "kdump_listen"): ("string value", None, None),
     ("fencing", "kdump_max_age"): ("integer value", 600, 1),
+    ("fencing", "check_interval"): ("integer value", 300, 0),
 }
 
 # Defaults that depend on the machine; config-options.json holds the
