@@ -1,10 +1,12 @@
-"""A recovery as a timeline: its tasks and its instances, with times, results and durations.
+"""A recovery as a timeline: its tasks, host fencing calls and instances, with times,
+results and durations.
 
-``load`` reads one notification's rows (its recovery tasks, its vmoves, and the evidence its
-host failure was judged on); ``text`` prints them for a terminal and ``html`` draws them as
-one self-contained page (inline SVG, no script, no external resource): one bar per task and
-per instance over time, coloured by result, and a mark per piece of evidence.
-``masakari-manage notification show UUID [--html FILE]`` uses both.
+``load`` reads one notification's rows (its recovery tasks, fence attempts and vmoves, and
+the evidence its host failure was judged on); ``text`` prints them for a terminal and
+``html`` draws them as one self-contained page (inline SVG, no script, no external
+resource): one bar per task, per fence attempt and per instance over time, coloured by
+result, and a mark per piece of evidence. ``masakari-manage notification show UUID [--html
+FILE]`` uses both.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from sqlalchemy import orm
 from masakari import exception, terminal
 from masakari.db import evidence as evidence_db
 from masakari.db import failures, holds
+from masakari.db import fencing as fence_rows
 from masakari.db.models import Notification, RecoveryTask, VMove
 from masakari.ha import failed_task
 
@@ -34,12 +37,24 @@ COLOURS = {
     "ongoing": "#1565c0",
     "RUNNING": "#1565c0",
     "pending": "#9e9e9e",
-    # Evidence: says the host failed, says it runs, cannot tell.
+    # Evidence: says the host failed, says it runs, cannot tell; a verdict.
     "says failed": "#c62828",
     "says up": "#2e7d32",
-    "unknown": "#9e9e9e",
+    "cannot tell": "#9e9e9e",
     "confirmed": "#2e7d32",
     "not confirmed": "#ef6c00",
+    # host fencing's results: proven dead, sent and unanswered, and the failures
+    "off": "#2e7d32",
+    "crashed": "#2e7d32",
+    "dead": "#2e7d32",
+    "done": "#2e7d32",
+    "sent": "#1565c0",
+    "on": "#c62828",
+    "unknown": "#c62828",
+    "unreachable": "#c62828",
+    "refused": "#c62828",
+    "timeout": "#c62828",
+    "no message": "#c62828",
 }
 DEFAULT_COLOUR = "#6a1b9a"
 
@@ -48,7 +63,7 @@ DEFAULT_COLOUR = "#6a1b9a"
 class Bar:
     """One row of the timeline: a task of an attempt, or an instance's move."""
 
-    kind: str  # "task", "instance" or "evidence"
+    kind: str  # "task", "fence", "instance" or "evidence"
     label: str
     result: str
     start: datetime.datetime | None
@@ -76,12 +91,14 @@ class Timeline:
     tasks: list[Bar]
     instances: list[Bar]
     failure_reason: str | None = None
+    fencing: list[Bar] = dataclasses.field(default_factory=list)
+    fence_attempts: list[fence_rows.Attempt] = dataclasses.field(default_factory=list)
     evidence: list[Bar] = dataclasses.field(default_factory=list)
     hold_reason: str | None = None
 
     @property
     def bars(self) -> list[Bar]:
-        return [*self.evidence, *self.tasks, *self.instances]
+        return [*self.evidence, *self.tasks, *self.fencing, *self.instances]
 
 
 def _parse(timestamp: str | None) -> datetime.datetime | None:
@@ -149,6 +166,22 @@ def load(session: orm.Session, notification_uuid: str) -> Timeline:
             .order_by(VMove.start_time, VMove.id)
         )
     ]
+    attempts = fence_rows.attempts(session, notification_uuid)
+    fencing = [
+        Bar(
+            kind="fence",
+            label=f"fence #{a.position} {a.driver} {a.action}",
+            result=a.result,
+            start=a.started_at,
+            end=None
+            if a.duration is None
+            else a.started_at + datetime.timedelta(seconds=a.duration),
+            detail=a.message or "",
+            source=a.host_name,
+            ident=str(a.id),
+        )
+        for a in attempts
+    ]
     return Timeline(
         evidence=[_evidence_bar(item) for item in evidence_db.of(session, notification_uuid)],
         hold_reason=holds.reasons(session, [notification_uuid]).get(notification_uuid),
@@ -161,6 +194,8 @@ def load(session: orm.Session, notification_uuid: str) -> Timeline:
         tasks=tasks,
         instances=instances,
         failure_reason=None if failure is None else failure.reason,
+        fencing=fencing,
+        fence_attempts=attempts,
     )
 
 
@@ -168,7 +203,7 @@ def _evidence_bar(item: evidence_db.Evidence) -> Bar:
     if item.kind == evidence_db.VERDICT:
         result = "confirmed" if item.failed else "not confirmed"
     else:
-        result = {True: "says failed", False: "says up", None: "unknown"}[item.failed]
+        result = {True: "says failed", False: "says up", None: "cannot tell"}[item.failed]
     return Bar(
         kind="evidence",
         label=f"{item.kind}: {item.source}",
@@ -216,6 +251,22 @@ def text(timeline: Timeline) -> str:
         for b in t.tasks
     ]
     lines += _table(table) if t.tasks else ["  (none)"]
+    if t.fence_attempts:
+        lines += ["", "host fencing:"]
+        table = [("#", "driver", "action", "result", "start", "duration", "message")]
+        table += [
+            (
+                str(a.position),
+                a.driver,
+                a.action,
+                a.result,
+                a.started_at.isoformat(sep=" ", timespec="milliseconds"),
+                "-" if a.duration is None else f"{a.duration:.2f}s",
+                a.message or "",
+            )
+            for a in t.fence_attempts
+        ]
+        lines += _table(table)
     lines += ["", "instances:"]
     table = [("instance", "source", "destination", "result", "start", "end", "duration")]
     table += [
@@ -324,7 +375,8 @@ dt {{ color: #666; }}
 <dt>reported</dt><dd>{_e(_clock(t.generated_time))}</dd>
 <dt>received</dt><dd>{_e(_clock(t.created_at))}</dd>
 {failure}<dt>evidence</dt><dd>{len(t.evidence)}</dd>
-<dt>tasks</dt><dd>{len(t.tasks)}</dd><dt>instances</dt><dd>{len(t.instances)}</dd>
+<dt>tasks</dt><dd>{len(t.tasks)}</dd><dt>fence attempts</dt><dd>{len(t.fencing)}</dd>
+<dt>instances</dt><dd>{len(t.instances)}</dd>
 </dl>
 <svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img"
  aria-label="recovery timeline">

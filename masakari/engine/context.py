@@ -13,7 +13,7 @@ from masakari import exception
 from masakari.engine.capacity import Capacities, NoPlacement
 from masakari.engine.effects import Effects
 from masakari.engine.errors import Cancelled, PollTimeout
-from masakari.engine.fence_signals import HostFencing, NoFencing
+from masakari.engine.fencing import HostFencing
 from masakari.engine.hostpoll import HostPoller
 from masakari.engine.lease import Lease
 from masakari.engine.ports import Clock, NovaReads
@@ -43,8 +43,8 @@ class RunContext:
     slots: EvacuationSlots | None = None
     host_poller: HostPoller | None = None
     placement: Capacities = dataclasses.field(default_factory=NoPlacement)
-    # What host fencing knows of a failed host, for the verdict (none without fencing).
-    fencing: HostFencing = dataclasses.field(default_factory=NoFencing)
+    # The engine's host fencing ([fencing] config_file), None when not configured.
+    fencing: HostFencing | None = None
 
     @property
     def notification_uuid(self) -> str:

@@ -12,9 +12,9 @@ class PollTimeout(Exception):
 
 
 class Held(Exception):
-    """The run holds its notification for an operator instead of recovering it (the verdict
-    did not confirm the failure): the notification goes back to ``new``, held, with
-    ``reason``."""
+    """The run holds its notification for an operator instead of recovering it (host fencing
+    did not prove the failed host dead, or the verdict did not confirm the failure): the
+    hold is written, and the claim given up with it, before this is raised."""
 
     def __init__(self, reason: str) -> None:
         super().__init__(reason)

@@ -21,7 +21,7 @@ from masakari.db.database import Database
 from masakari.engine.context import RunContext
 from masakari.engine.effects import Effects
 from masakari.engine.errors import Cancelled, Held
-from masakari.engine.fence_signals import HostFencing, NoFencing
+from masakari.engine.fencing import HostFencing
 from masakari.engine.host_notices import HostNotices
 from masakari.engine.hostpoll import HostPoller
 from masakari.engine.lease import Lease, LeaseLost
@@ -50,7 +50,7 @@ class Runner:
     release: Callable[[dict[str, int]], None]
     slots: EvacuationSlots | None = None
     host_poller: HostPoller | None = None
-    fencing: HostFencing = dataclasses.field(default_factory=NoFencing)
+    fencing: HostFencing | None = None
 
     def process(self, item: Work, lease: Lease) -> str | None:
         """Recover a notification we hold a claim on; write the outcome. Returns the status."""
@@ -78,6 +78,13 @@ class Runner:
         started = self.clock.monotonic()
         try:
             outcome = dispatch.recover(run, self.flows, notification)
+        except Held as held:
+            # Written with the claim given up: an operator releases or cancels it.
+            metrics.notification_held(holds.metric_reason(held.reason))
+            fault = notifier.exception_payload(held)
+            payload = notifier.notification_payload({**fields, "status": statuses.HELD}, fault)
+            self.notifier.emit("notification.process.held", payload, warning=True)
+            return None
         except LeaseLost:
             LOG.warning(
                 "Notification %s: claim not renewed in time or taken over; this engine stops "
@@ -88,9 +95,6 @@ class Runner:
         except Cancelled:
             LOG.warning("Recovery of notification %s stopped before its end", notification_uuid)
             self.release({notification_uuid: item.token})
-            return None
-        except Held as held:
-            self._hold(item, effects, held.reason)
             return None
         except Exception as exc:
             LOG.exception("Recovery of notification %s failed", notification_uuid)
@@ -127,23 +131,6 @@ class Runner:
             self.clock.monotonic() - started,
         )
         return status
-
-    def _hold(self, item: Work, effects: Effects, reason: str) -> None:
-        """Back to ``new``, held: nothing was done to the host; an operator decides."""
-        item.finishing = True
-        try:
-            held = effects.hold(reason)
-        except LeaseLost:
-            held = False
-        if not held:
-            LOG.warning(
-                "Notification %s was taken from this engine before its hold", item.notification_uuid
-            )
-            return
-        metrics.notification_held(holds.metric_reason(reason))
-        LOG.warning(
-            "Notification %s is held (%s): release or cancel it.", item.notification_uuid, reason
-        )
 
     def _notify_outcome(
         self, fields: dict[str, Any], status: str, failure: BaseException | None

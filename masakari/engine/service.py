@@ -23,7 +23,8 @@ from masakari import coordination, notifier
 from masakari.db.database import Database
 from masakari.engine import locks, periodic, tasks, wakeup
 from masakari.engine.clients import LazyPlacement
-from masakari.engine.fence_signals import HostFencing, NoFencing
+from masakari.engine.fence_checks import FenceChecker
+from masakari.engine.fencing import HostFencing
 from masakari.engine.heartbeat import Heartbeat, lease_timing
 from masakari.engine.hostpoll import HostPoller
 from masakari.engine.intake import Intake
@@ -67,6 +68,8 @@ class EngineService:
 
     ``nova`` and ``placement`` are the process's clients (masakari-engine builds them from
     masakari.conf); without ``placement``, one is built from ``conf`` at its first use.
+    ``fencing``: host fencing, read from [fencing] config_file by masakari-engine (None:
+    hosts are not fenced).
     """
 
     def __init__(
@@ -117,7 +120,7 @@ class EngineService:
             release=self.heartbeat.release,
             slots=self.slots,
             host_poller=self.host_poller,
-            fencing=fencing or NoFencing(),
+            fencing=fencing,
         )
         self.intake = Intake(
             conf,
@@ -139,6 +142,12 @@ class EngineService:
         self.locks = locks.LockReconciler(
             db, lambda: self.nova, self.clock.now, self.clock.monotonic
         )
+        self.fencing = fencing
+        self.fence_checker = (
+            FenceChecker(db, fencing, self.clock, self.owner, conf.fencing.kdump_listen)
+            if fencing is not None
+            else None
+        )
         self.periodic = periodic.Periodic(
             self.periodic_tasks(), self._outage, self.leadership, self.clock
         )
@@ -159,6 +168,18 @@ class EngineService:
             # Every engine: each lock row is taken by one of them (a conditional update).
             periodic.Task("reconcile_locks", self.locks.interval, self.locks.reconcile),
         ]
+        if self.fence_checker is not None and conf.fencing.check_interval > 0:
+            # One engine is enough (with [coordination], the leader): each check is a BMC
+            # call per driver of every host.
+            every.append(
+                periodic.Task(
+                    "check_fencing",
+                    conf.fencing.check_interval,
+                    self.fence_checker.run,
+                    at_start=True,
+                    leader_only=True,
+                )
+            )
         if conf.periodic_enable:
             every += [
                 periodic.Task(

@@ -23,6 +23,7 @@ fence): only then may ``force_down_fenced_host`` skip Nova's own wait.
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import logging
 from collections.abc import Sequence
 
@@ -32,11 +33,14 @@ from masakari import exception
 from masakari.compute.servers import first_service
 from masakari.conf import detection as detection_opts
 from masakari.db import evidence as ev
+from masakari.db import fencing as fence_db
 from masakari.db import holds
+from masakari.db.hosts import RecoveryHost
 from masakari.engine.context import RunContext
 from masakari.engine.errors import Held
-from masakari.engine.fence_signals import FenceView
+from masakari.engine.fencing import FencedHost
 from masakari.engine.recovery.payloads import HostPayload
+from masakari.fencing.base import KDUMP
 from masakari.metrics import detection as detection_metrics
 
 LOG = logging.getLogger(__name__)
@@ -45,6 +49,18 @@ LOG = logging.getLogger(__name__)
 LOOK_INTERVAL = 2.0
 NORMAL = "NORMAL"
 UNKNOWN = "UNKNOWN"
+
+
+@dataclasses.dataclass(frozen=True)
+class FenceView:
+    """What host fencing ([fencing], docs/operations.md § Host fencing) knows of the host."""
+
+    # What proved the host off or crashed (a power state read Off, a kdump message), None.
+    proof: str | None = None
+    # The BMC last read the host powered on: it is running, whatever else says.
+    power_on: bool = False
+    # The host has fencing configured: the recovery proves it off before evacuating.
+    can_fence: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,10 +139,10 @@ def judge(run: RunContext, host_uuid: str, payload: HostPayload) -> str:
     known = run.effects.evidence()
     if any(e.kind == ev.VERDICT and e.failed for e in known):
         return NORMAL if _monitor(payload, known) == NORMAL or _proof(known) else UNKNOWN
-    released = run.effects.was_released()
+    released = run.effects.released_hold() is not None
     deadline = run.clock.monotonic() + (0.0 if released else float(run.conf.verdict.wait))
     while True:
-        fence = run.fencing.view(run.notification_uuid, host.name)
+        fence = _fence_view(run, host)
         nova, seen = _nova(run, host.name)
         known = run.effects.evidence()
         signals = Signals(_monitor(payload, known), nova, fence, released)
@@ -139,11 +155,14 @@ def judge(run: RunContext, host_uuid: str, payload: HostPayload) -> str:
     if decision.confirmed is None:
         reason += f" within {run.conf.verdict.wait:g} s"
     verdict = ev.Evidence(ev.VERDICT, f"rule {rule}", confirmed, reason, run.clock.now())
-    run.effects.record_evidence([seen, *fence.evidence, verdict])
+    gathered = [seen, verdict]
     detection_metrics.verdict(rule, confirmed)
     if not confirmed:
         LOG.warning("Host %s failure not confirmed (rule %s): %s", host.name, rule, reason)
-        raise Held(f"{holds.VERDICT_PREFIX}{rule}: {reason}")
+        held = f"{holds.VERDICT_PREFIX}{rule}: {reason}"
+        run.effects.hold_unconfirmed(held, gathered)
+        raise Held(held)
+    run.effects.record_evidence(gathered)
     LOG.info("Host %s failure confirmed (rule %s): %s", host.name, rule, reason)
     return decision.host_status
 
@@ -162,6 +181,33 @@ def _monitor(payload: HostPayload, known: Sequence[ev.Evidence]) -> str | None:
 
 def _proof(known: Sequence[ev.Evidence]) -> bool:
     return any(e.kind in (ev.FENCE, ev.KDUMP) and e.failed for e in known)
+
+
+def _fence_view(run: RunContext, host: RecoveryHost) -> FenceView:
+    """Host fencing's word before this recovery fences (its attempts are its own evidence,
+    masakari_fence_attempts): an earlier attempt's proof or power-on reading, a kdump message
+    received since the report, and whether the host can be fenced at all."""
+    if run.fencing is None:
+        return FenceView()
+    specs = run.fencing.drivers_for(
+        FencedHost(host.name, host.segment_name, host.failover_segment_id)
+    )
+    proof, power_on = None, False
+    for attempt in run.effects.fence_attempts():
+        if attempt.action == fence_db.RELEASE:
+            continue  # an operator's word, which the verdict reads as the release itself
+        if attempt.proves_dead:
+            proof, power_on = f"{attempt.driver}: {attempt.action} {attempt.result}", False
+        elif (attempt.action, attempt.result) == (fence_db.STATUS, fence_db.POWER_ON):
+            power_on = proof is None
+    reported = run.effects.reported_at or run.clock.now()
+    since = reported - datetime.timedelta(seconds=run.fencing.kdump_max_age)
+    for spec in specs:
+        if proof is None and spec.type == KDUMP and spec.address:
+            crashed = run.effects.crashed_since(spec.address, since)
+            if crashed is not None:
+                proof = f"{spec.describe()}: kdump message at {crashed}"
+    return FenceView(proof=proof, power_on=power_on, can_fence=bool(specs))
 
 
 def _nova(run: RunContext, host_name: str) -> tuple[bool | None, ev.Evidence]:

@@ -14,7 +14,7 @@ from sqlalchemy import orm
 
 from masakari import exception, metrics
 from masakari.db import evidence as evidence_db
-from masakari.db import failures, guards, holds, mass_failure, progress
+from masakari.db import failures, fencing, guards, holds, mass_failure, progress
 from masakari.db import hosts as hosts_db
 from masakari.db import notifications as notifications_db
 from masakari.db.database import Database, RetryPolicy, transaction
@@ -302,6 +302,12 @@ def get(db: Database, notification_uuid: str) -> Row:
         raise exception.NotificationNotFound(id=notification_uuid)
     with db.reader() as session:
         return notifications_db.read(session, notification_uuid)
+
+
+def fence_attempts(db: Database, notification_uuid: str) -> list[fencing.Attempt]:
+    """The host fencing attempts of a notification, oldest first (API 1.6)."""
+    with db.reader() as session:
+        return fencing.attempts(session, notification_uuid)
 
 
 def get_with_details(

@@ -77,6 +77,7 @@ PROJECT_ONLY = {
     ("fencing", "power_on_after_recovery"): ("boolean value", False, None),
     ("fencing", "kdump_listen"): ("string value", None, None),
     ("fencing", "kdump_max_age"): ("integer value", 600, 1),
+    ("fencing", "check_interval"): ("integer value", 300, 0),
     ("detection", "enabled"): ("boolean value", False, None),
     ("detection", "poll_interval"): ("floating point value", 10.0, 0.1),
     ("detection", "grace_period"): ("floating point value", 30.0, 0.1),

@@ -1,4 +1,4 @@
-"""The 1.4, 1.5 and 1.7 surface exists only up to [DEFAULT] api_max_microversion.
+"""The 1.4, 1.5, 1.6 and 1.7 surface exists only up to [DEFAULT] api_max_microversion.
 
 docs/api.md: the served range is 1.0 to api_max_microversion (1.3 by default), ``latest`` is
 that maximum, a version above it is a 406 -- except on a route a microversion added, which
@@ -20,9 +20,9 @@ import pytest
 from masakari.api import microversion
 from tests.functional.api.support import Deployment, host_body, segment_body
 
-CONFIGURED = ("1.3", "1.4", "1.5", "1.7")
+CONFIGURED = ("1.3", "1.4", "1.5", "1.6", "1.7")
 # None: no header (1.0).
-REQUESTED = (None, "1.0", "1.3", "1.4", "1.5", "1.7", "latest")
+REQUESTED = (None, "1.0", "1.3", "1.4", "1.5", "1.6", "1.7", "latest")
 UNKNOWN = "00000000-0000-4000-8000-000000000000"
 
 
@@ -148,6 +148,19 @@ def test_the_fields_of_1_4(served: Served, requested: str | None) -> None:
     # Filtering on held is a 1.4 word; below, a held notification is one of the new ones.
     by_status = dep.request("GET", "/v1/notifications?status=new", version=requested)
     assert len(by_status.json["notifications"]) == (0 if _at_least(version, "1.4") else 1)
+
+
+@pytest.mark.parametrize("requested", REQUESTED)
+def test_the_fencing_of_1_6_in_show_only(served: Served, requested: str | None) -> None:
+    version = _effective(served.configured, requested)
+    if version is None:
+        return  # the 406 is test_the_fields_of_1_4's
+    dep, held = served.dep, served.held
+    shown = dep.request("GET", f"/v1/notifications/{held}", version=requested)
+    (row,) = dep.request("GET", "/v1/notifications", version=requested).json["notifications"]
+    # No fencing configured: an empty list, and lists never carry it.
+    assert shown.json["notification"].get("fencing") == ([] if _at_least(version, "1.6") else None)
+    assert "fencing" not in row
 
 
 def test_the_version_documents_name_the_configured_maximum(served: Served) -> None:

@@ -19,8 +19,9 @@ from masakari.compute.nova import NovaClient
 from masakari.db import holds
 from masakari.db.database import Database
 from masakari.db.models import FailureEvidence, Notification
-from masakari.engine.fence_signals import FenceView
+from masakari.engine.fencing import HostFencing
 from masakari.engine.service import EngineService
+from masakari.fencing.base import DriverSpec, PowerState
 from masakari.ha import notifications as intake
 from masakari.ha.intake import Rules
 from tests.fakes.nova import COMPUTE_PREFIX, IDENTITY_PREFIX, NovaSimulator
@@ -177,9 +178,7 @@ def test_a_silent_host_is_one_notification_and_the_monitors_report_of_it_a_409(
     assert kept[-1][:2] == ("verdict", "rule monitor")
 
 
-def test_a_detected_failure_no_monitor_confirms_is_held_until_released(
-    db, sim, detecting
-) -> None:
+def test_a_detected_failure_no_monitor_confirms_is_held_until_released(db, sim, detecting) -> None:
     servers = cloud(db, sim)
     detecting()
     sim.power_off("compute-3")
@@ -196,9 +195,7 @@ def test_a_detected_failure_no_monitor_confirms_is_held_until_released(
     assert verdicts[-1].detail.startswith("released by an operator")
 
 
-def test_sixty_percent_of_a_segment_stale_at_once_is_held_then_released(
-    db, sim, detecting
-) -> None:
+def test_sixty_percent_of_a_segment_stale_at_once_is_held_then_released(db, sim, detecting) -> None:
     servers = cloud(db, sim, hosts=5)
     detecting()
     time.sleep(3 * POLL)
@@ -251,14 +248,44 @@ def test_a_detector_cut_off_from_nova_or_keystone_reports_nothing_and_says_why(
         assert {hold_reason(db, r.notification_uuid) for r in found} == {holds.REASON_BREAKER}
 
 
-class Fencing:
-    """Host fencing as the verdict sees it: hosts that can be fenced, proofs recorded."""
+class BMC:
+    """A BMC that powers its host off when asked, and says so; and Nova sees it."""
 
-    def __init__(self, can_fence: set[str]) -> None:
-        self.can_fence = can_fence
+    def __init__(self, spec: DriverSpec, sim: NovaSimulator, host: str) -> None:
+        self.spec, self.sim, self.host = spec, sim, host
+        self.state = PowerState.ON
 
-    def view(self, notification_uuid: str, host_name: str) -> FenceView:
-        return FenceView(can_fence=host_name in self.can_fence)
+    def power_off(self) -> None:
+        self.state = PowerState.OFF
+        self.sim.stale(self.host, 100)
+
+    def power_status(self) -> PowerState:
+        return self.state
+
+    def power_on(self) -> None:
+        self.state = PowerState.ON
+
+
+class Plan:
+    def __init__(self, specs: dict[str, list[DriverSpec]]) -> None:
+        self.specs = specs
+
+    def drivers_for(self, host_name: str, *_: Any) -> list[DriverSpec] | None:
+        return self.specs.get(host_name)
+
+
+def fencing(sim: NovaSimulator, hosts: set[str]) -> tuple[HostFencing, dict[str, BMC]]:
+    """Host fencing with one IPMI entry per host of ``hosts``, answered by a BMC double."""
+    specs = {h: DriverSpec("ipmi", address=f"bmc-{h}", password="s3cret") for h in hosts}
+    bmcs = {h: BMC(spec, sim, h) for h, spec in specs.items()}
+    by_spec = {id(b.spec): b for b in bmcs.values()}
+    fenced = HostFencing(
+        plan=Plan({h: [spec] for h, spec in specs.items()}),
+        power_driver=lambda spec: by_spec[id(spec)],  # type: ignore[return-value]
+        confirm_interval=0.1,
+        confirm_timeout=2.0,
+    )
+    return fenced, bmcs
 
 
 @pytest.mark.parametrize(
@@ -272,8 +299,9 @@ class Fencing:
 )
 def test_the_verdict_rules(db, sim, detecting, rule, case, confirmed) -> None:
     servers = cloud(db, sim, hosts=3)
+    fenced, bmcs = fencing(sim, {"compute-1"} if case == "fenceable" else set())
     detecting(
-        fencing=Fencing({"compute-1"} if case == "fenceable" else set()),
+        fencing=fenced if rule == "fence" else None,
         **{"verdict.rule": rule, "detection.enabled": False},
     )
     if case != "monitor alone":
@@ -284,6 +312,8 @@ def test_the_verdict_rules(db, sim, detecting, rule, case, confirmed) -> None:
     if confirmed:
         assert wait_status(db, nid) == "finished"
         assert evacuated(sim, servers["compute-1"]) != "compute-1"
+        if case == "fenceable":  # the verdict let the fence act; the fence was the proof
+            assert bmcs["compute-1"].state is PowerState.OFF
     else:
         reason = wait_for(lambda: hold_reason(db, nid), 15, "the verdict holds it")
         expected = {

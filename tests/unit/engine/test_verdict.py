@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from masakari.engine.fence_signals import FenceView
-from masakari.engine.verdict import NORMAL, UNKNOWN, Signals, decide
+from masakari.engine.verdict import NORMAL, UNKNOWN, FenceView, Signals, decide
 
 OFF_PROVEN = FenceView(proof="IPMI bmc-1: power off confirmed")
 BMC_ON = FenceView(power_on=True)

@@ -7,14 +7,14 @@ service state and heartbeat, host fencing) and the verdict. The reference never 
 either table.
 
 Revision ID: f1c3e5a7b9d2
-Revises: d4e6f8a0b2c4
+Revises: f2b4d6e8a0c1
 """
 
 import sqlalchemy as sa
 from alembic import op
 
 revision = "f1c3e5a7b9d2"
-down_revision = "d4e6f8a0b2c4"
+down_revision = "f2b4d6e8a0c1"
 branch_labels = None
 depends_on = None
 
