@@ -22,7 +22,6 @@ lease (:mod:`masakari.detection.lease`):
 
 from __future__ import annotations
 
-import datetime
 import logging
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -160,7 +159,7 @@ class Detector:
         except exception.NovaError as exc:
             reason = "keystone" if "keystoneauth" in getattr(exc, "reference_class", "") else "nova"
             raise Blind(reason, exc) from exc
-        since = self.clock.now() - datetime.timedelta(seconds=self.rules.duplicate_window)
+        since = self.rules.duplicates_since(self.clock.now())
         try:
             with self.db.reader() as session:
                 hosts = watch.hosts_in_service(session, since)
@@ -240,7 +239,11 @@ class Detector:
         except exception.DuplicateNotification:
             detection_metrics.reported("duplicate")
             return
-        except (exception.HostOnMaintenance, exception.HostNotFoundByName) as exc:
+        except (
+            exception.HostOnMaintenance,
+            exception.HostNotFoundByName,
+            notifications.NotificationRaceLost,  # the host is not known yet: the next poll
+        ) as exc:
             LOG.info("Failure detector: report of host %s refused: %s", host.name, exc)
             detection_metrics.reported("refused")
             return
