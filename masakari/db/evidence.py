@@ -20,8 +20,9 @@ from masakari.db.models import FailureEvidence
 # The kinds of evidence.
 REPORT = "report"
 NOVA = "nova"
+# What of host fencing's word a verdict used (a proof, a BMC reading on); host fencing's
+# own attempts are in masakari_fence_attempts.
 FENCE = "fence"
-KDUMP = "kdump"
 VERDICT = "verdict"
 # The source of a monitor's report (a detector's names the detector).
 MONITOR = "monitor"

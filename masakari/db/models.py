@@ -323,9 +323,10 @@ class FailureEvidence(Base):
     """One signal about a host failure, kept with its notification (migration f1c3e5a7b9d2).
 
     ``kind``: ``report`` (a monitor's or the detector's report), ``nova`` (the host's
-    nova-compute state and heartbeat age), ``fence`` / ``kdump`` (host fencing), ``verdict``
-    (what the engine's rule decided). ``failed``: whether the signal says the host failed
-    (True), is alive (False), or cannot tell (None); for a verdict, whether it confirmed.
+    nova-compute state and heartbeat age), ``fence`` (what of host fencing's word a verdict
+    used), ``verdict`` (what the engine's rule decided; ``value``: the host_status a
+    confirmation gave the flow). ``failed``: whether the signal says the host failed (True),
+    is alive (False), or cannot tell (None); for a verdict, whether it confirmed.
     """
 
     __tablename__ = "masakari_failure_evidence"

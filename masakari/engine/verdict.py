@@ -137,8 +137,9 @@ def judge(run: RunContext, host_uuid: str, payload: HostPayload) -> str:
         raise exception.HostNotFound(id=host_uuid)
     rule = run.conf.verdict.rule
     known = run.effects.evidence()
-    if any(e.kind == ev.VERDICT and e.failed for e in known):
-        return NORMAL if _monitor(payload, known) == NORMAL or _proof(known) else UNKNOWN
+    confirmed_before = [e for e in known if e.kind == ev.VERDICT and e.failed]
+    if confirmed_before:
+        return confirmed_before[-1].value or UNKNOWN
     released = run.effects.released_hold() is not None
     deadline = run.clock.monotonic() + (0.0 if released else float(run.conf.verdict.wait))
     while True:
@@ -154,8 +155,11 @@ def judge(run: RunContext, host_uuid: str, payload: HostPayload) -> str:
     reason = decision.reason
     if decision.confirmed is None:
         reason += f" within {run.conf.verdict.wait:g} s"
-    verdict = ev.Evidence(ev.VERDICT, f"rule {rule}", confirmed, reason, run.clock.now())
-    gathered = [seen, verdict]
+    now = run.clock.now()
+    # The decided host_status is kept with a confirmation: a retry or a takeover reads it.
+    status = decision.host_status if confirmed else None
+    verdict = ev.Evidence(ev.VERDICT, f"rule {rule}", confirmed, reason, now, status)
+    gathered = [seen, *_fence_evidence(fence, now), verdict]
     detection_metrics.verdict(rule, confirmed)
     if not confirmed:
         LOG.warning("Host %s failure not confirmed (rule %s): %s", host.name, rule, reason)
@@ -179,8 +183,16 @@ def _monitor(payload: HostPayload, known: Sequence[ev.Evidence]) -> str | None:
     return NORMAL if NORMAL in statuses else statuses[0]
 
 
-def _proof(known: Sequence[ev.Evidence]) -> bool:
-    return any(e.kind in (ev.FENCE, ev.KDUMP) and e.failed for e in known)
+def _fence_evidence(fence: FenceView, now: datetime.datetime) -> list[ev.Evidence]:
+    """What of host fencing's word the verdict used (its attempts are in its own table)."""
+    found = []
+    if fence.proof is not None:
+        found.append(ev.Evidence(ev.FENCE, "host fencing", True, fence.proof, now, "off"))
+    if fence.power_on:
+        found.append(
+            ev.Evidence(ev.FENCE, "host fencing", False, "the BMC last read the host on", now, "on")
+        )
+    return found
 
 
 def _fence_view(run: RunContext, host: RecoveryHost) -> FenceView:
