@@ -17,9 +17,11 @@ from masakari.compute.placement import PlacementClient
 from masakari.db.database import Database
 from masakari.engine import logtag, tasks
 from masakari.engine.clients import LazyNova, LazyPlacement
+from masakari.engine.fencing import HostFencing
 from masakari.engine.plan import Capacities
 from masakari.engine.ports import Nova
 from masakari.engine.service import EngineService
+from masakari.fencing.config import FencingFileError
 from masakari.metrics import serve
 
 LOG = logging.getLogger(__name__)
@@ -40,9 +42,14 @@ def main(argv: list[str] | None = None) -> int:
         # An unknown task name or claim timings that cannot work stop the engine here
         # rather than at the first failure.
         flows = tasks.load_flows(conf)
+        # The fencing file too: a host fencing that does not load must not leave hosts
+        # evacuated unfenced.
+        fencing = HostFencing.from_conf(conf)
         nova_client, placement = _clients(conf)
-        service = EngineService(conf, db, nova_client, placement=placement, flows=flows)
-    except exception.InvalidConfiguration as exc:
+        service = EngineService(
+            conf, db, nova_client, placement=placement, flows=flows, fencing=fencing
+        )
+    except (exception.InvalidConfiguration, FencingFileError) as exc:
         LOG.error("%s", exc)
         print(f"masakari-engine: {exc}", file=sys.stderr)
         db.dispose()
