@@ -53,10 +53,12 @@ class FenceChecker:
         names = [name for name, _, _ in hosts]
         transaction(self.db, functools.partial(fencing.forget_checks_except, host_names=names))
 
-    def check_all(self) -> list[fencing.Check]:
-        """Every host's checks, live, recorded nowhere."""
+    def check_all(self, segment: str | None = None) -> list[fencing.Check]:
+        """Every host's checks (of one segment, by uuid or name), live, recorded nowhere."""
         with self.db.reader() as session:
             hosts = fencing.hosts_to_check(session)
+        if segment is not None:
+            hosts = [h for h in hosts if segment in (h[1], h[2])]
         return [c for found in self.check_hosts(hosts).values() for c in found]
 
     def check_hosts(self, hosts: list[tuple[str, str, str]]) -> dict[str, list[fencing.Check]]:

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
+from masakari import metrics
 from masakari.compute.nova import NovaClient
 from masakari.db import holds, migration
 from masakari.db.database import Database
@@ -165,6 +166,33 @@ def failed_host(
     return add_host(db, segment, name), servers
 
 
+class Events:
+    """Stands for the engine's versioned notifier: what the runner asked it to send (the
+    host.update notices, which ask ``enabled`` first, stay off)."""
+
+    enabled = False
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, dict[str, Any], str]] = []
+
+    def emit(
+        self, event_type: str, payload: dict[str, Any], error: bool = False, warning: bool = False
+    ) -> None:
+        self.sent.append(
+            (event_type, payload, "error" if error else "warning" if warning else "info")
+        )
+
+    def wait_for(self, event_type: str) -> tuple[str, dict[str, Any], str]:
+        return wait_for(
+            lambda: next((e for e in self.sent if e[0] == event_type), None), 10, event_type
+        )
+
+
+def counted(name: str, *labels: str) -> float:
+    counter = getattr(metrics.instruments(), name)
+    return float((counter.labels(*labels) if labels else counter)._value.get())
+
+
 def sent(bmc: FakeBMC) -> list[str]:
     """What the BMC received, pyghmi's retransmissions counted once."""
     return [c for i, c in enumerate(bmc.commands) if i == 0 or bmc.commands[i - 1] != c]
@@ -219,7 +247,10 @@ def test_a_bmc_that_still_reads_on_is_held_until_released(
     segment = add_segment(server_db)
     host, servers = failed_host(server_db, sim, segment, "compute-1")
     sim.add_service("compute-2")
-    engines("engine-a", fencing_file(tmp_path, {"compute-1": [ipmi(bmc)]}))
+    engine = engines("engine-a", fencing_file(tmp_path, {"compute-1": [ipmi(bmc)]}))
+    engine.runner.notifier = sent_events = Events()
+    held_before = counted("notifications_held", "power_fencing_failed")
+    failures_before = counted("fence_failures")
 
     nid = notify(server_db, host, "COMPUTE_HOST", HOST_DOWN)
     reason = wait_for(lambda: held(server_db, nid), 30, "the notification is held")
@@ -231,6 +262,13 @@ def test_a_bmc_that_still_reads_on_is_held_until_released(
     assert attempts(server_db, nid) == [(0, "off", "done"), (0, "status", "timeout")]
     [(_, state, messages)] = fence_task(server_db, nid)
     assert state == "FAILURE" and messages[-1] == f"Held for an operator: {reason}"
+    # the hold is told: a versioned notification, and the counters
+    event, payload, priority = sent_events.wait_for("notification.process.held")
+    data = payload["masakari_object.data"]
+    assert (priority, data["notification_uuid"], data["status"]) == ("warning", nid, "held")
+    assert data["fault"]["masakari_object.data"]["exception_message"] == reason
+    assert counted("notifications_held", "power_fencing_failed") == held_before + 1
+    assert counted("fence_failures") == failures_before + 1
 
     # The operator checked the host: it is dead. The release recovers it, fencing no more.
     tie(bmc, sim, "compute-1")
