@@ -26,8 +26,16 @@ def _ipmi(spec: base.DriverSpec) -> base.PowerDriver:
     return IPMIDriver(spec)
 
 
+def _redfish(spec: base.DriverSpec) -> base.PowerDriver:
+    _need("sushy", spec)
+    from masakari.fencing.redfish import RedfishDriver
+
+    return RedfishDriver(spec)
+
+
 _FACTORIES: dict[str, Callable[[base.DriverSpec], base.PowerDriver]] = {
     base.IPMI: _ipmi,
+    base.REDFISH: _redfish,
 }
 
 
