@@ -13,4 +13,5 @@ proof of a kernel crash (fence_kdump's message).
 - :mod:`masakari.fencing.drivers`: ``power_driver(spec)`` and the doctor's ``check(spec)``.
 - :mod:`masakari.fencing.ipmi`: the IPMI driver (pyghmi, in a child process per call).
 - :mod:`masakari.fencing.redfish`: the Redfish driver (sushy).
+- :mod:`masakari.fencing.agent`: any ClusterLabs fence agent, through its stdin.
 """

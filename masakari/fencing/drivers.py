@@ -33,9 +33,16 @@ def _redfish(spec: base.DriverSpec) -> base.PowerDriver:
     return RedfishDriver(spec)
 
 
+def _agent(spec: base.DriverSpec) -> base.PowerDriver:
+    from masakari.fencing.agent import AgentDriver
+
+    return AgentDriver(spec)
+
+
 _FACTORIES: dict[str, Callable[[base.DriverSpec], base.PowerDriver]] = {
     base.IPMI: _ipmi,
     base.REDFISH: _redfish,
+    base.AGENT: _agent,
 }
 
 
