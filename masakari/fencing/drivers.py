@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
-import socket
 import time
 from collections.abc import Callable
 
@@ -103,10 +102,13 @@ def check(spec: base.DriverSpec) -> Check:
         )
 
     if spec.type == base.KDUMP:
+        from masakari.fencing import kdump
+
         try:
-            socket.getaddrinfo(spec.address or "", None)
+            kdump.resolve(spec.address or "")
         except (OSError, UnicodeError) as exc:
-            return done(None, None, error=f"{spec.describe()}: address does not resolve: {exc}")
+            reason = getattr(exc, "strerror", None) or type(exc).__name__
+            return done(None, None, error=f"{spec.describe()}: address does not resolve: {reason}")
         return done(None, None)
     try:
         state = power_driver(spec).power_status()
