@@ -171,8 +171,9 @@ class RedfishBMC:
     def on_power_change(self, callback: Callable[[str], None]) -> None:
         self._listeners.append(callback)
         if self._watcher is None:
+            # The state now is the baseline: a change right after this call is seen.
             self._watcher = threading.Thread(
-                target=self._watch, name="redfish-bmc-watch", daemon=True
+                target=self._watch, args=(self.power(),), name="redfish-bmc-watch", daemon=True
             )
             self._watcher.start()
 
@@ -232,8 +233,7 @@ class RedfishBMC:
         response.raise_for_status()
         return response.json() if response.content else None
 
-    def _watch(self) -> None:
-        last = None
+    def _watch(self, last: str) -> None:
         while not self._closed.wait(0.1):
             if self._stopped:
                 continue
@@ -241,7 +241,7 @@ class RedfishBMC:
                 state = self.power()
             except requests.RequestException:
                 continue
-            if last is not None and state != last:
+            if state != last:
                 for callback in list(self._listeners):
                     callback(state)
             last = state
