@@ -116,7 +116,7 @@ _DRIVER_SCHEMAS: dict[str, dict[str, Any]] = {
     # it); ``wait``: seconds to wait for one when none has come yet.
     base.KDUMP: {
         "type": "object",
-        "properties": {key: _COMMON[key] for key in ("driver", "name", "address", "timeout")}
+        "properties": {key: _COMMON[key] for key in ("driver", "name", "address")}
         | {"wait": {"type": "number", "minimum": 0, "maximum": MAX_TIMEOUT}},
         "required": ["driver", "address"],
         "additionalProperties": False,
