@@ -67,7 +67,13 @@ def main(argv: list[str] | None = None) -> int:
     hangup.install()
     if conf.metrics.engine_port:
         serve.start_listener(conf, conf.metrics.engine_port, lambda: db)
-    service.start()
+    try:
+        service.start()
+    except OSError as exc:  # the kdump listener's address cannot be bound
+        LOG.error("Cannot start: %s", exc)
+        print(f"masakari-engine: cannot start: {exc}", file=sys.stderr)
+        db.dispose()
+        return 1
     try:
         while not stop.wait(1.0):
             hangup.apply()

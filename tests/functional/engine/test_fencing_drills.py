@@ -13,6 +13,7 @@ import datetime
 import json
 import os
 import signal
+import socket
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -44,6 +45,8 @@ from tests.functional.engine.conftest import (
     write_engine_conf,
 )
 from tests.support.ipmi_bmc import FakeBMC
+from tests.support.kdump_sender import FENCE_KDUMP_SEND, fence_kdump_send
+from tests.support.redfish_bmc import RedfishBMC
 
 USER, PASSWORD = "admin", "s3cret-bmc-pw"
 # A call to a dead BMC gives up after this; a live one may take the default's order (each
@@ -95,11 +98,6 @@ def bmcs() -> Iterator[Callable[..., FakeBMC]]:
     yield make
     for bmc in made:
         bmc.close()
-
-
-def tie(bmc: FakeBMC, sim: NovaSimulator, host: str) -> None:
-    """The host stops heartbeating when its BMC powers it off (and starts again when on)."""
-    bmc.on_power_change(lambda state: sim.power_off(host) if state == "off" else sim.power_on(host))
 
 
 def ipmi(bmc: FakeBMC, name: str = "") -> dict[str, Any]:
@@ -271,7 +269,7 @@ def test_a_bmc_that_still_reads_on_is_held_until_released(
     assert counted("fence_failures") == failures_before + 1
 
     # The operator checked the host: it is dead. The release recovers it, fencing no more.
-    tie(bmc, sim, "compute-1")
+    sim.tie_power("compute-1", bmc)
     offs = sent(bmc).count("off")
     notifications_api.release(server_db, nid)
     assert wait_status(server_db, nid) == "finished"
@@ -314,18 +312,27 @@ def test_an_unreachable_bmc_is_held_and_so_is_a_host_without_driver(
 def test_the_second_driver_fences_when_the_first_fails(
     server_db: Database, sim: NovaSimulator, bmcs: Any, engines: Any, tmp_path: Path
 ) -> None:
-    first, second = bmcs(dead=True), bmcs()
-    tie(second, sim, "compute-1")
-    segment = add_segment(server_db)
-    host, servers = failed_host(server_db, sim, segment, "compute-1")
-    sim.add_service("compute-2")
-    entries = [ipmi(first, "ipmi-a"), ipmi(second, "ipmi-b")]
-    engines("engine-a", fencing_file(tmp_path, {"compute-1": entries}))
+    first = bmcs(dead=True)
+    with RedfishBMC(USER, PASSWORD) as second:  # sushy-tools' emulator, its fake system
+        sim.tie_power("compute-1", second)
+        segment = add_segment(server_db)
+        host, servers = failed_host(server_db, sim, segment, "compute-1")
+        sim.add_service("compute-2")
+        redfish = {
+            "driver": "redfish",
+            "name": "redfish-b",
+            "address": second.url,
+            "username": USER,
+            "password": PASSWORD,
+            "timeout": LIVE_TIMEOUT,
+        }
+        engines("engine-a", fencing_file(tmp_path, {"compute-1": [ipmi(first), redfish]}))
 
-    nid = notify(server_db, host, "COMPUTE_HOST", HOST_DOWN)
-    assert wait_status(server_db, nid) == "finished"
+        nid = notify(server_db, host, "COMPUTE_HOST", HOST_DOWN)
+        assert wait_status(server_db, nid) == "finished"
 
-    assert second.power == "off" and sent(first) == []
+        assert second.power() == "off" and second.resets() == ["ForceOff"]
+    assert sent(first) == []
     assert attempts(server_db, nid) == [
         (0, "off", "unreachable"),
         (1, "off", "done"),
@@ -348,6 +355,41 @@ def test_the_second_driver_fences_when_the_first_fails(
     assert min(c.time for c in evacuations(sim)) >= force_down.time
 
 
+def test_a_kdump_message_proves_the_crash_without_a_power_off(
+    request: pytest.FixtureRequest,
+    server_db: Database,
+    sim: NovaSimulator,
+    bmcs: Any,
+    engines: Any,
+    tmp_path: Path,
+) -> None:
+    if not os.access(FENCE_KDUMP_SEND, os.X_OK):
+        reason = f"{FENCE_KDUMP_SEND} missing (Debian package fence-agents)"
+        if request.config.getoption("--require-servers"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    bmc = bmcs()
+    segment = add_segment(server_db)
+    host, servers = failed_host(server_db, sim, segment, "compute-1")
+    sim.add_service("compute-2")
+    # The crashed host's kdump kernel sends from 127.0.0.1 (loopback's only source).
+    kdump_entry = {"driver": "kdump", "address": "127.0.0.1", "wait": 10}
+    config = fencing_file(tmp_path, {"compute-1": [kdump_entry, ipmi(bmc)]})
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:  # a free UDP port
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    engine = engines("engine-a", config, **{"fencing.kdump_listen": f"127.0.0.1:{port}"})
+
+    nid = notify(server_db, host, "COMPUTE_HOST", HOST_DOWN)
+    sim.power_off("compute-1")  # the kernel crashed: no more heartbeats
+    fence_kdump_send(engine.kdump.port, count=1)  # Debian's own sender
+    assert wait_status(server_db, nid) == "finished"
+
+    assert sent(bmc) == [] and bmc.power == "on"  # never asked: the crash is the proof
+    assert attempts(server_db, nid) == [(0, "kdump", "crashed")]
+    assert_evacuated_once(sim, servers, "compute-1")
+
+
 def _stop(proc: subprocess.Popen[bytes]) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
@@ -360,7 +402,7 @@ def test_an_engine_killed_between_fence_and_evacuations(
     server_db: Database, sim: NovaSimulator, bmcs: Any, engines: Any, tmp_path: Path
 ) -> None:
     bmc = bmcs()
-    tie(bmc, sim, "compute-1")
+    sim.tie_power("compute-1", bmc)
     segment = add_segment(server_db)
     host, servers = failed_host(server_db, sim, segment, "compute-1", instances=3)
     sim.add_service("compute-2")
@@ -404,7 +446,7 @@ def test_ten_hosts_fenced_at_once_through_three_engines(
     for i in range(1, 11):
         name = f"compute-{i}"
         bmc = fenced[name] = bmcs()
-        tie(bmc, sim, name)
+        sim.tie_power(name, bmc)
         # Disabled already: Nova's scheduler sends no instance to a host about to be fenced.
         hosts[name] = failed_host(server_db, sim, segment, name, instances=1, status="disabled")
     sim.add_service("spare-1")
