@@ -17,9 +17,11 @@ from masakari.compute.placement import PlacementClient
 from masakari.db.database import Database
 from masakari.engine import logtag, tasks
 from masakari.engine.clients import LazyNova, LazyPlacement
+from masakari.engine.fencing import HostFencing
 from masakari.engine.plan import Capacities
 from masakari.engine.ports import Nova
 from masakari.engine.service import EngineService, engine_owner
+from masakari.fencing.config import FencingFileError
 from masakari.metrics import serve
 
 LOG = logging.getLogger(__name__)
@@ -40,6 +42,9 @@ def main(argv: list[str] | None = None) -> int:
         # An unknown task name or claim timings that cannot work stop the engine here
         # rather than at the first failure.
         flows = tasks.load_flows(conf)
+        # The fencing file too: a host fencing that does not load must not leave hosts
+        # evacuated unfenced.
+        fencing = HostFencing.from_conf(conf)
         nova_client, placement = _clients(conf)
         owner = engine_owner(conf)
         leadership = coordination.leadership(conf, owner)
@@ -53,8 +58,9 @@ def main(argv: list[str] | None = None) -> int:
             owner=owner,
             leadership=leadership,
             addons=[detector] if detector is not None else [],
+            fencing=fencing,
         )
-    except exception.InvalidConfiguration as exc:
+    except (exception.InvalidConfiguration, FencingFileError) as exc:
         LOG.error("%s", exc)
         print(f"masakari-engine: {exc}", file=sys.stderr)
         db.dispose()
@@ -72,7 +78,13 @@ def main(argv: list[str] | None = None) -> int:
     hangup.install()
     if conf.metrics.engine_port:
         serve.start_listener(conf, conf.metrics.engine_port, lambda: db)
-    service.start()
+    try:
+        service.start()
+    except OSError as exc:  # the kdump listener's address cannot be bound
+        LOG.error("Cannot start: %s", exc)
+        print(f"masakari-engine: cannot start: {exc}", file=sys.stderr)
+        db.dispose()
+        return 1
     try:
         while not stop.wait(1.0):
             hangup.apply()

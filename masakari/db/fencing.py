@@ -171,12 +171,16 @@ def record_kdump(
 
 
 def kdump_since(
-    session: orm.Session, source_address: str, since: datetime.datetime
+    session: orm.Session, source_addresses: Iterable[str], since: datetime.datetime
 ) -> datetime.datetime | None:
-    """When the newest kdump message from ``source_address`` at or after ``since`` arrived."""
+    """When the newest kdump message from one of ``source_addresses`` (a host's IP
+    addresses) at or after ``since`` arrived."""
+    addresses = list(source_addresses)
+    if not addresses:
+        return None
     return session.scalar(
         sa.select(sa.func.max(KdumpMessage.received_at)).where(
-            KdumpMessage.source_address == source_address, KdumpMessage.received_at >= since
+            KdumpMessage.source_address.in_(addresses), KdumpMessage.received_at >= since
         )
     )
 

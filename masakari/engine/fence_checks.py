@@ -17,10 +17,9 @@ import logging
 
 from masakari.db import fencing
 from masakari.db.database import Database, transaction
-from masakari.engine.fence_effects import failure_result
 from masakari.engine.fencing import FencedHost, HostFencing
 from masakari.engine.ports import Clock
-from masakari.fencing.base import KDUMP, DriverSpec, FenceError
+from masakari.fencing.base import KDUMP, DriverSpec
 
 LOG = logging.getLogger(__name__)
 
@@ -54,10 +53,12 @@ class FenceChecker:
         names = [name for name, _, _ in hosts]
         transaction(self.db, functools.partial(fencing.forget_checks_except, host_names=names))
 
-    def check_all(self) -> list[fencing.Check]:
-        """Every host's checks, live, recorded nowhere."""
+    def check_all(self, segment: str | None = None) -> list[fencing.Check]:
+        """Every host's checks (of one segment, by uuid or name), live, recorded nowhere."""
         with self.db.reader() as session:
             hosts = fencing.hosts_to_check(session)
+        if segment is not None:
+            hosts = [h for h in hosts if segment in (h[1], h[2])]
         return [c for found in self.check_hosts(hosts).values() for c in found]
 
     def check_hosts(self, hosts: list[tuple[str, str, str]]) -> dict[str, list[fencing.Check]]:
@@ -79,29 +80,35 @@ class FenceChecker:
         return [self._check(host_name, i, spec) for i, spec in enumerate(specs)]
 
     def _check(self, host_name: str, position: int, spec: DriverSpec) -> fencing.Check:
-        if spec.type == KDUMP:
-            where = self.kdump_listener or "no listener on this engine ([fencing] kdump_listen)"
-            return self._row(
-                host_name, position, spec.describe(), fencing.OK, f"kdump: {where}", None
-            )
-        started = self.clock.monotonic()
         try:
-            state = self.fencing.check(spec)
-        except FenceError as exc:
-            result, message = failure_result(exc), str(exc)
+            found = self.fencing.check(spec)
         except Exception as exc:  # a driver's bug is this host's finding, not the task's end
             LOG.exception("Fencing check of %s via %s failed", host_name, spec.describe())
-            result, message = fencing.FAILED, f"{type(exc).__name__}: {exc}"
+            return self._row(
+                host_name,
+                position,
+                spec.describe(),
+                fencing.FAILED,
+                f"{type(exc).__name__}: {exc}",
+                None,
+            )
+        if found.ok:
+            result = fencing.OK
+            if spec.type == KDUMP:
+                where = self.kdump_listener or "none on this engine ([fencing] kdump_listen)"
+                message = f"address resolves; kdump listener: {where}"
+            else:
+                message = "power state: " + (found.state.value if found.state else "unknown")
         else:
-            result, message = fencing.OK, f"power state: {state.value}"
-        return self._row(
-            host_name,
-            position,
-            spec.describe(),
-            result,
-            message,
-            self.clock.monotonic() - started,
-        )
+            result = (
+                fencing.UNREACHABLE
+                if found.reachable is False
+                else fencing.REFUSED
+                if found.credentials_valid is False
+                else fencing.FAILED
+            )
+            message = found.error or "failed"
+        return self._row(host_name, position, spec.describe(), result, message, found.duration)
 
     def _row(
         self,

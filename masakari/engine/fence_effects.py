@@ -11,7 +11,7 @@ proved dead gives the claim up in the same fenced transaction. The other half of
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, TypeVar
 
 from sqlalchemy import orm
@@ -74,9 +74,12 @@ class FenceChanges:
         """Why the notification was held, if an operator released the hold."""
         return self._read(lambda s: holds.released_hold(s, self.notification_uuid))
 
-    def crashed_since(self, address: str, since: datetime.datetime) -> datetime.datetime | None:
-        """kdump (CrashProof): the newest message of ``address`` any engine received."""
-        return self._read(lambda s: fencing.kdump_since(s, address, since))
+    def crashed_since(
+        self, addresses: Collection[str], since: datetime.datetime
+    ) -> datetime.datetime | None:
+        """kdump: the newest message from one of a host's ``addresses`` (IPs, as the
+        listeners record them) any engine received since ``since``."""
+        return self._read(lambda s: fencing.kdump_since(s, addresses, since))
 
     # --- records ---------------------------------------------------------------------------
 

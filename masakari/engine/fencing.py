@@ -8,13 +8,21 @@ monitor's report, as masakari 22.0.0 does.
 from __future__ import annotations
 
 import dataclasses
+import datetime
+import logging
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from oslo_config import cfg
 
 from masakari.conf import fencing as fencing_opts
-from masakari.fencing.base import DriverSpec, PowerDriver, PowerState
+from masakari.db import fencing as evidence
+from masakari.db.database import Database, transaction
+from masakari.fencing import drivers
+from masakari.fencing.base import DriverSpec, PowerDriver
+from masakari.fencing.config import FencingFile
+
+LOG = logging.getLogger(__name__)
 
 
 class FencingPlan(Protocol):
@@ -49,8 +57,19 @@ class HostFencing:
     confirm_timeout: float = 30.0
     kdump_max_age: float = 600.0
     power_on_after_recovery: bool = False
-    # The read-only check of one entry (the readiness doctor); by default its power status.
-    status_check: Callable[[DriverSpec], PowerState] | None = None
+    # The read-only check of one entry (the readiness doctor).
+    check: Callable[[DriverSpec], drivers.Check] = drivers.check
+
+    @classmethod
+    def from_conf(cls, conf: cfg.ConfigOpts) -> HostFencing | None:
+        """The engine's host fencing: ``[fencing] config_file`` read and checked now (a
+        file that does not load raises FencingFileError, naming the file and the entry);
+        None when it is unset."""
+        if not fencing_opts.enabled(conf):
+            return None
+        return cls.with_options(
+            conf, FencingFile.load(conf.fencing.config_file), drivers.power_driver
+        )
 
     @classmethod
     def with_options(
@@ -58,11 +77,13 @@ class HostFencing:
         conf: cfg.ConfigOpts,
         plan: FencingPlan,
         power_driver: Callable[[DriverSpec], PowerDriver],
+        check: Callable[[DriverSpec], drivers.Check] = drivers.check,
     ) -> HostFencing:
         options = conf.fencing
         return cls(
             plan=plan,
             power_driver=power_driver,
+            check=check,
             unfenced_hosts=options.unfenced_hosts,
             confirm_interval=options.confirm_interval,
             confirm_timeout=options.confirm_timeout,
@@ -77,12 +98,6 @@ class HostFencing:
     def drivers_for(self, host: FencedHost) -> list[DriverSpec]:
         return list(self.plan.drivers_for(host.name, host.segment_name, host.segment_uuid) or [])
 
-    def check(self, spec: DriverSpec) -> PowerState:
-        """A read-only call that proves the entry usable: credentials valid, BMC reachable."""
-        if self.status_check is not None:
-            return self.status_check(spec)
-        return self.power_driver(spec).power_status()
-
     def spec_at(self, host: FencedHost, position: int, described: str) -> DriverSpec | None:
         """The entry at ``position`` of the host's list if it is still the one recorded (the
         file may have changed since an attempt was made)."""
@@ -90,3 +105,28 @@ class HostFencing:
         if 0 <= position < len(specs) and specs[position].describe() == described:
             return specs[position]
         return None
+
+
+class KdumpStore:
+    """The sink of an engine's kdump listener: each message a row every engine reads.
+
+    A message that cannot be stored (the database is away) is logged and lost: the crashing
+    host sends one every few seconds (fence_kdump_send's interval) until it reboots.
+    """
+
+    def __init__(self, db: Database, engine: str) -> None:
+        self.db = db
+        self.engine = engine
+
+    def __call__(self, source_address: str, received_at: datetime.datetime) -> None:
+        try:
+            transaction(
+                self.db,
+                lambda s: evidence.record_kdump(s, source_address, received_at, self.engine),
+            )
+        except Exception as exc:  # the listener goes on with the next message
+            LOG.error(
+                "kdump message from %s at %s not stored: %s", source_address, received_at, exc
+            )
+            return
+        LOG.info("kdump message from %s at %s stored", source_address, received_at)

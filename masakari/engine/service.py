@@ -19,12 +19,12 @@ from typing import Protocol
 
 from oslo_config import cfg
 
-from masakari import coordination, notifier
+from masakari import coordination, exception, notifier
 from masakari.db.database import Database
 from masakari.engine import locks, periodic, tasks, wakeup
 from masakari.engine.clients import LazyPlacement
 from masakari.engine.fence_checks import FenceChecker
-from masakari.engine.fencing import HostFencing
+from masakari.engine.fencing import HostFencing, KdumpStore
 from masakari.engine.heartbeat import Heartbeat, lease_timing
 from masakari.engine.hostpoll import HostPoller
 from masakari.engine.intake import Intake
@@ -35,6 +35,7 @@ from masakari.engine.recovery.flow import FlowTasks
 from masakari.engine.runner import Runner
 from masakari.engine.slots import EvacuationSlots
 from masakari.engine.workers import Workers
+from masakari.fencing import kdump
 
 __all__ = ["Addon", "EngineService", "engine_owner", "lease_timing"]
 
@@ -143,6 +144,7 @@ class EngineService:
             db, lambda: self.nova, self.clock.now, self.clock.monotonic
         )
         self.fencing = fencing
+        self.kdump = _kdump_listener(conf, db, self.owner)
         self.fence_checker = (
             FenceChecker(db, fencing, self.clock, self.owner, conf.fencing.kdump_listen)
             if fencing is not None
@@ -208,6 +210,8 @@ class EngineService:
 
     def start(self) -> None:
         LOG.info("masakari-engine %s starting", self.owner)
+        if self.kdump is not None:
+            self.kdump.start()  # first: an address that cannot be bound stops the engine here
         if self.host_poller is not None:
             self.host_poller.start()
         self._intake_thread.start()
@@ -227,6 +231,8 @@ class EngineService:
         self.intake.wake()
         if self._listener is not None:
             self._listener.stop()
+        if self.kdump is not None:
+            self.kdump.stop()
         self.leadership.stop()
         self.periodic.stop(grace)
         for addon in self.addons:
@@ -240,3 +246,14 @@ class EngineService:
             self.host_poller.stop()
         self.heartbeat.forget()
         LOG.info("masakari-engine %s stopped", self.owner)
+
+
+def _kdump_listener(conf: cfg.ConfigOpts, db: Database, owner: str) -> kdump.KdumpListener | None:
+    """fence_kdump's messages received on [fencing] kdump_listen, stored for every engine."""
+    if not conf.fencing.kdump_listen:
+        return None
+    try:
+        host, port = kdump.parse_listen(conf.fencing.kdump_listen)
+    except ValueError as exc:
+        raise exception.InvalidConfiguration(message=f"[fencing] kdump_listen: {exc}") from exc
+    return kdump.KdumpListener(KdumpStore(db, owner), host, port)

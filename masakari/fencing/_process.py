@@ -15,9 +15,9 @@ import subprocess
 import time
 from collections.abc import Mapping, Sequence
 
+from masakari.fencing._deadline import Expired
 
-class Expired(Exception):
-    """The process did not finish within its deadline (it was killed)."""
+__all__ = ["Expired", "Finished", "redact", "run"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,7 +35,7 @@ def run(
     env: Mapping[str, str] | None = None,
 ) -> Finished:
     """Run ``argv`` with ``stdin``; :class:`Expired` when it is not done after ``timeout``
-    seconds (its process group killed and reaped first)."""
+    seconds (its process group killed and reaped first: nothing it started lives on)."""
     started = time.monotonic()
     proc = subprocess.Popen(
         list(argv),

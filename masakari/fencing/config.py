@@ -116,7 +116,7 @@ _DRIVER_SCHEMAS: dict[str, dict[str, Any]] = {
     # it); ``wait``: seconds to wait for one when none has come yet.
     base.KDUMP: {
         "type": "object",
-        "properties": {key: _COMMON[key] for key in ("driver", "name", "address", "timeout")}
+        "properties": {key: _COMMON[key] for key in ("driver", "name", "address")}
         | {"wait": {"type": "number", "minimum": 0, "maximum": MAX_TIMEOUT}},
         "required": ["driver", "address"],
         "additionalProperties": False,
@@ -328,6 +328,11 @@ def _entries(raw: Any, path: str, where: str) -> list[_Entry]:
             )
         at = f"{at} ({driver})"
         _validate(item, _DRIVER_SCHEMAS[driver], path, at)
+        if "@" in str(item.get("address", "")):
+            raise FencingFileError(
+                f"fencing file {path}: {at}: address: no credentials in it (username: and "
+                "password: hold them)"
+            )
         if driver == base.AGENT:
             reserved = sorted(_AGENT_RESERVED & set(item.get("args", {})))
             if reserved:

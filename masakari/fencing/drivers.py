@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
-import socket
 import time
 from collections.abc import Callable
 
@@ -26,8 +25,23 @@ def _ipmi(spec: base.DriverSpec) -> base.PowerDriver:
     return IPMIDriver(spec)
 
 
+def _redfish(spec: base.DriverSpec) -> base.PowerDriver:
+    _need("sushy", spec)
+    from masakari.fencing.redfish import RedfishDriver
+
+    return RedfishDriver(spec)
+
+
+def _agent(spec: base.DriverSpec) -> base.PowerDriver:
+    from masakari.fencing.agent import AgentDriver
+
+    return AgentDriver(spec)
+
+
 _FACTORIES: dict[str, Callable[[base.DriverSpec], base.PowerDriver]] = {
     base.IPMI: _ipmi,
+    base.REDFISH: _redfish,
+    base.AGENT: _agent,
 }
 
 
@@ -88,10 +102,13 @@ def check(spec: base.DriverSpec) -> Check:
         )
 
     if spec.type == base.KDUMP:
+        from masakari.fencing import kdump
+
         try:
-            socket.getaddrinfo(spec.address or "", None)
+            kdump.resolve(spec.address or "")
         except (OSError, UnicodeError) as exc:
-            return done(None, None, error=f"{spec.describe()}: address does not resolve: {exc}")
+            reason = getattr(exc, "strerror", None) or type(exc).__name__
+            return done(None, None, error=f"{spec.describe()}: address does not resolve: {reason}")
         return done(None, None)
     try:
         state = power_driver(spec).power_status()

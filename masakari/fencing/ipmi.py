@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import sys
 from typing import Any
@@ -61,7 +62,7 @@ class IPMIDriver:
         }
         try:
             done = _process.run(
-                [sys.executable, "-m", __name__], json.dumps(request), timeout=spec.timeout
+                [python(), "-m", __name__], json.dumps(request), timeout=spec.timeout
             )
         except _process.Expired:
             raise base.Unreachable(
@@ -85,6 +86,18 @@ class IPMIDriver:
         if kind == "refused":
             raise base.Refused(message)
         raise base.FenceError(message)
+
+
+def python() -> str:
+    """This installation's Python interpreter. ``sys.executable`` is not always one: under
+    uWSGI or mod_wsgi (the API's readiness view checks BMCs too) it is the server's binary."""
+    if os.path.basename(sys.executable).startswith("python"):
+        return sys.executable
+    for name in ("python3", "python"):
+        candidate = os.path.join(sys.prefix, "bin", name)
+        if os.access(candidate, os.X_OK):
+            return candidate
+    return shutil.which("python3") or sys.executable
 
 
 def _answer(stdout: str) -> dict[str, Any] | None:

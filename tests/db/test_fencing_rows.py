@@ -97,9 +97,12 @@ def test_kdump_since_finds_the_newest_message_of_the_address(db: Database) -> No
         fencing.record_kdump(s, "192.0.2.7", at + datetime.timedelta(seconds=10), "e-2")
         fencing.record_kdump(s, "192.0.2.8", at + datetime.timedelta(seconds=20), "e-1")
     with db.reader() as s:
-        assert fencing.kdump_since(s, "192.0.2.7", at) == at + datetime.timedelta(seconds=10)
-        assert fencing.kdump_since(s, "192.0.2.7", at + datetime.timedelta(seconds=11)) is None
-        assert fencing.kdump_since(s, "192.0.2.9", at) is None
+        assert fencing.kdump_since(s, ["192.0.2.7"], at) == at + datetime.timedelta(seconds=10)
+        assert fencing.kdump_since(s, ["192.0.2.7"], at + datetime.timedelta(seconds=11)) is None
+        assert fencing.kdump_since(s, ["192.0.2.9"], at) is None
+        both = fencing.kdump_since(s, ["192.0.2.7", "192.0.2.8"], at)
+        assert both == at + datetime.timedelta(seconds=20)
+        assert fencing.kdump_since(s, [], at) is None
 
 
 def test_checks_replace_a_hosts_earlier_ones(db: Database) -> None:

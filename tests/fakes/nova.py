@@ -9,6 +9,7 @@ Usage::
         nova = sim.client()                  # a NovaClient with a keystone session
         sim.power_off("compute-1")
         sim.clock.advance(61)                # past service_down_time: state "down"
+        sim.tie_power("compute-2", bmc)      # a fake BMC's power off powers the host off
         sim.fail(500, method="POST", action="evacuate", times=1)
         sim.nova_calls()                     # what the client sent, golden-shaped
 
@@ -96,6 +97,12 @@ _DEFAULT_MESSAGES = {
 
 class Clock(Protocol):
     def now(self) -> float: ...
+
+
+class PowerSource(Protocol):
+    """A fake BMC (tests.support.ipmi_bmc.FakeBMC, tests.support.redfish_bmc.RedfishBMC)."""
+
+    def on_power_change(self, callback: Callable[[str], None]) -> None: ...
 
 
 class RealClock:
@@ -700,6 +707,16 @@ class NovaSimulator:
                 if s.host == host:
                     s.alive, s.last_heartbeat = True, self.clock.now()
             self._tick()
+
+    def tie_power(self, host: str, bmc: PowerSource) -> None:
+        """From now on ``host`` follows its BMC's power: powered off (by a fence or by the
+        test), it stops heartbeating and its nova-compute goes down after
+        service_down_time, as Nova sees a dead host; powered on, it heartbeats again (up)."""
+
+        def follow(state: str) -> None:
+            (self.power_on if state == "on" else self.power_off)(host)
+
+        bmc.on_power_change(follow)
 
     def service_state(self, s: Service) -> str:
         """Nova's servicegroup rule: down when forced, or when the last heartbeat is older

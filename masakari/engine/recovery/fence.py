@@ -30,6 +30,7 @@ from masakari.engine.fence_effects import Attempt
 from masakari.engine.fencing import FencedHost, HostFencing
 from masakari.engine.progress import FlowProgress
 from masakari.engine.recovery.flow import Store, TaskContext
+from masakari.fencing import kdump
 from masakari.fencing.base import KDUMP, DriverSpec, FenceError
 
 LOG = logging.getLogger(__name__)
@@ -208,10 +209,16 @@ def _kdump(
     ctx.update_details(f"Looking for a kdump message from '{address}' (up to {wait:g} s)", 0.2)
     started_at = ctx.run.clock.now()
     started = ctx.run.clock.monotonic()
-    found = ctx.effects.crashed_since(address, since)
+    try:
+        sources = kdump.resolve(address)
+    except OSError as exc:
+        # A name that no longer resolves: no message can be told to be the host's.
+        sources = set()
+        LOG.warning("kdump entry of %s: address %s does not resolve: %s", host, address, exc)
+    found = ctx.effects.crashed_since(sources, since)
     while found is None and ctx.run.clock.monotonic() - started < wait:
         ctx.run.sleep(min(fencing.confirm_interval, wait))
-        found = ctx.effects.crashed_since(address, since)
+        found = ctx.effects.crashed_since(sources, since)
     seconds = ctx.run.clock.monotonic() - started
     if found is not None:
         message = f"crash message from {address} received at {found}"

@@ -10,6 +10,7 @@ import pytest
 
 from masakari.fencing import base
 from tests.support.ipmi_bmc import FakeBMC
+from tests.support.redfish_bmc import RedfishBMC
 
 USER = "admin"
 PASSWORD = "s3cret-bmc-pw"
@@ -52,3 +53,30 @@ def ipmi_spec(bmc: FakeBMC, timeout: float = 15.0, **overrides: object) -> base.
     }
     fields.update(overrides)
     return base.DriverSpec(base.IPMI, **fields)  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="module")
+def redfish_server() -> Iterator[RedfishBMC]:
+    """One Redfish emulator (http) for a module's tests; ``redfish_bmc`` resets it."""
+    with RedfishBMC(USER, PASSWORD) as bmc:
+        yield bmc
+
+
+@pytest.fixture
+def redfish_bmc(redfish_server: RedfishBMC) -> RedfishBMC:
+    """The module's Redfish emulator, as started: one system, on, no knob, an empty log."""
+    redfish_server.reset()
+    return redfish_server
+
+
+def redfish_spec(bmc: RedfishBMC, timeout: float = 15.0, **overrides: object) -> base.DriverSpec:
+    fields: dict[str, object] = {
+        "address": bmc.url,
+        "username": USER,
+        "password": PASSWORD,
+        "timeout": timeout,
+    }
+    if bmc.ca_file:
+        fields["options"] = {"verify": bmc.ca_file}
+    fields.update(overrides)
+    return base.DriverSpec(base.REDFISH, **fields)  # type: ignore[arg-type]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+import pathlib
 import textwrap
 
 import pytest
@@ -199,3 +200,16 @@ def test_load_of_a_missing_or_unreadable_file(tmp_path) -> None:
     with pytest.raises(FencingFileError, match="not UTF-8") as caught:
         FencingFile.load(str(binary))
     assert SECRET not in str(caught.value)
+
+
+def test_the_sample_file_is_a_valid_fencing_file() -> None:
+    sample = pathlib.Path(__file__).resolve().parents[3] / "etc/masakari/fencing.yaml.sample"
+    fencing = FencingFile.parse(sample.read_text(), str(sample))
+    assert [s.type for s in fencing.drivers_for("compute-01")] == ["ipmi", "redfish"]
+    assert [s.address for s in fencing.drivers_for("rack2-03")] == [
+        "rack2-03.mgmt",
+        "https://rack2-03-bmc.mgmt",
+    ]
+    assert fencing.drivers_for("rack2-17", "segment-az1") is None
+    (agent,) = fencing.drivers_for("compute-99", "segment-az1")
+    assert agent.options == {"agent": "fence_ipmilan", "lanplus": "1", "power_timeout": "15"}
