@@ -323,3 +323,20 @@ def test_the_verdict_rules(db, sim, detecting, rule, case, confirmed) -> None:
         }[case]
         assert reason == expected
         assert sim.evacuations_accepted == {}
+
+
+def test_without_monitors_a_detected_host_is_fenced_then_recovered(db, sim, detecting) -> None:
+    """The setup without agents: the detector finds it, the rule lets host fencing act, the
+    fence proves it off, and only then are its instances evacuated."""
+    servers = cloud(db, sim)
+    fenced, bmcs = fencing(sim, {"compute-2"})
+    detecting(fencing=fenced, **{"verdict.rule": "fence"})
+    sim.power_off("compute-2")
+    (found,) = wait_for(lambda: rows(db), 10, "the detector reports compute-2")
+    assert wait_status(db, found.notification_uuid) == "finished"
+    assert bmcs["compute-2"].state is PowerState.OFF
+    assert sim.evacuations_accepted == {servers["compute-2"]: 1}
+    verdicts = [e for e in evidence(db, found.notification_uuid) if e.kind == "verdict"]
+    assert [(v.failed, v.detail) for v in verdicts] == [
+        (True, "host fencing proves the host off before evacuating")
+    ]
