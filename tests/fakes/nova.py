@@ -31,6 +31,7 @@ import sys
 import threading
 import time
 import uuid
+import zlib
 from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any, Protocol
@@ -379,8 +380,13 @@ class NovaSimulator:
         evacuation_limit: int | None = None,
         backlog: int | None = None,
         max_connections: int | None = None,
+        report_interval: float = 0.0,
     ) -> None:
         self.clock: Clock = clock or RealClock()
+        # Nova's [DEFAULT] report_interval: a running nova-compute writes its heartbeat
+        # (the service's updated_at) every this many seconds, each service at its own phase.
+        # 0: continuously (updated_at is always now).
+        self.report_interval = report_interval
         # The listen backlog, and how many connections are served at once (more wait in the
         # backlog, and beyond it are dropped by the kernel); an idle keep-alive connection is
         # then closed after IDLE_TIMEOUT, as a real API server does. None: no limit.
@@ -420,6 +426,9 @@ class NovaSimulator:
         # More services of the token's catalog, {service type: URL}: for example masakari's
         # own "instance-ha" endpoint, which the openstack clients look up there.
         self.catalog_extra: dict[str, str] = {}
+        # Catalog URLs to announce instead of the simulator's own, {service type: URL}: a
+        # test puts a proxy in front of Nova (``{"compute": proxy + COMPUTE_PREFIX}``).
+        self.catalog_overrides: dict[str, str] = {}
         self.tokens: dict[str, dict[str, Any]] = {
             ADMIN_TOKEN: _token_info("admin", "admin", ADMIN_PROJECT_ID, ["admin", "member"]),
             MEMBER_TOKEN: _token_info("demo", "demo", MEMBER_PROJECT_ID, ["member", "reader"]),
@@ -665,7 +674,32 @@ class NovaSimulator:
         with self.lock:
             for s in self.services:
                 if s.host == host and s.alive:
-                    s.alive, s.last_heartbeat = False, self.clock.now()
+                    s.alive, s.last_heartbeat = False, self._last_beat(s)
+
+    def stale(self, host: str, age: float) -> None:
+        """The host's services stopped heartbeating ``age`` seconds ago (a dead host seen
+        ``age`` seconds late): updated_at is that old, and the state is down once it is
+        older than service_down_time."""
+        with self.lock:
+            for s in self.services:
+                if s.host == host:
+                    s.alive, s.last_heartbeat = False, self.clock.now() - age
+
+    def heartbeat_age(self, host: str) -> float:
+        """Seconds since the host's nova-compute last wrote its heartbeat."""
+        with self.lock:
+            svc = self._service_on(host) or _missing(host)
+            seen = self._last_beat(svc) if svc.alive else svc.last_heartbeat
+            return self.clock.now() - seen
+
+    def _last_beat(self, s: Service) -> float:
+        """When a running service last wrote its heartbeat (lock held)."""
+        now = self.clock.now()
+        if self.report_interval <= 0:
+            return now
+        # A phase per service, so that the hosts do not all beat at the same instant.
+        phase = (zlib.crc32(s.id.encode()) % 1000) / 1000 * self.report_interval
+        return now - ((now - phase) % self.report_interval)
 
     def power_on(self, host: str) -> None:
         with self.lock:
@@ -957,7 +991,7 @@ class NovaSimulator:
         raise NovaFault(404, f"Aggregate {aid} could not be found.")
 
     def _service_view(self, s: Service) -> dict[str, Any]:
-        seen = self.clock.now() if s.alive else s.last_heartbeat
+        seen = self._last_beat(s) if s.alive else s.last_heartbeat
         return {
             "id": s.id,
             "binary": s.binary,
@@ -1065,7 +1099,9 @@ class NovaSimulator:
                         "id": "compute",
                         "type": "compute",
                         "name": "nova",
-                        "endpoints": endpoints(self.compute_url),
+                        "endpoints": endpoints(
+                            self.catalog_overrides.get("compute", self.compute_url)
+                        ),
                     },
                     {
                         "id": "placement",
