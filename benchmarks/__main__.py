@@ -34,6 +34,7 @@ class Benchmark:
 BENCHMARKS = {
     "api": Benchmark("api_bench", reference="--reference-venv"),
     "data": Benchmark("data_bench", reference="--reference-venv"),
+    "detection": Benchmark("detection_bench"),
     "intake": Benchmark("intake_bench", reference="--reference-python"),
     "rack": Benchmark("rack_bench", reference="--reference-python"),
     "recovery": Benchmark("recovery_bench", reference="--reference-python"),

@@ -183,10 +183,18 @@ class Notifier:
     def enabled(self) -> bool:
         return self._notifier is not None
 
-    def emit(self, event_type: str, payload: Payload, error: bool = False) -> None:
+    def emit(
+        self, event_type: str, payload: Payload, error: bool = False, warning: bool = False
+    ) -> None:
         if self._notifier is None:
             return
-        send = self._notifier.error if error else self._notifier.info
+        send = (
+            self._notifier.error
+            if error
+            else self._notifier.warn
+            if warning
+            else self._notifier.info
+        )
         try:
             send({}, event_type, payload)
         except Exception:

@@ -1,9 +1,12 @@
-"""A recovery as a timeline: its tasks and its instances, with times, results and durations.
+"""A recovery as a timeline: its tasks, host fencing calls and instances, with times,
+results and durations.
 
-``load`` reads one notification's rows (its recovery tasks and its vmoves); ``text`` prints
-them for a terminal and ``html`` draws them as one self-contained page (inline SVG, no
-script, no external resource): one bar per task and per instance over time, coloured by
-result. ``masakari-manage notification show UUID [--html FILE]`` uses both.
+``load`` reads one notification's rows (its recovery tasks, fence attempts and vmoves, and
+the evidence its host failure was judged on); ``text`` prints them for a terminal and
+``html`` draws them as one self-contained page (inline SVG, no script, no external
+resource): one bar per task, per fence attempt and per instance over time, coloured by
+result, and a mark per piece of evidence. ``masakari-manage notification show UUID [--html
+FILE]`` uses both.
 """
 
 from __future__ import annotations
@@ -18,7 +21,9 @@ import sqlalchemy as sa
 from sqlalchemy import orm
 
 from masakari import exception, terminal
-from masakari.db import failures
+from masakari.db import evidence as evidence_db
+from masakari.db import failures, holds
+from masakari.db import fencing as fence_rows
 from masakari.db.models import Notification, RecoveryTask, VMove
 from masakari.ha import failed_task
 
@@ -32,6 +37,24 @@ COLOURS = {
     "ongoing": "#1565c0",
     "RUNNING": "#1565c0",
     "pending": "#9e9e9e",
+    # Evidence: says the host failed, says it runs, cannot tell; a verdict.
+    "says failed": "#c62828",
+    "says up": "#2e7d32",
+    "cannot tell": "#9e9e9e",
+    "confirmed": "#2e7d32",
+    "not confirmed": "#ef6c00",
+    # host fencing's results: proven dead, sent and unanswered, and the failures
+    "off": "#2e7d32",
+    "crashed": "#2e7d32",
+    "dead": "#2e7d32",
+    "done": "#2e7d32",
+    "sent": "#1565c0",
+    "on": "#c62828",
+    "unknown": "#c62828",
+    "unreachable": "#c62828",
+    "refused": "#c62828",
+    "timeout": "#c62828",
+    "no message": "#c62828",
 }
 DEFAULT_COLOUR = "#6a1b9a"
 
@@ -40,7 +63,7 @@ DEFAULT_COLOUR = "#6a1b9a"
 class Bar:
     """One row of the timeline: a task of an attempt, or an instance's move."""
 
-    kind: str  # "task" or "instance"
+    kind: str  # "task", "fence", "instance" or "evidence"
     label: str
     result: str
     start: datetime.datetime | None
@@ -68,10 +91,14 @@ class Timeline:
     tasks: list[Bar]
     instances: list[Bar]
     failure_reason: str | None = None
+    fencing: list[Bar] = dataclasses.field(default_factory=list)
+    fence_attempts: list[fence_rows.Attempt] = dataclasses.field(default_factory=list)
+    evidence: list[Bar] = dataclasses.field(default_factory=list)
+    hold_reason: str | None = None
 
     @property
     def bars(self) -> list[Bar]:
-        return [*self.tasks, *self.instances]
+        return [*self.evidence, *self.tasks, *self.fencing, *self.instances]
 
 
 def _parse(timestamp: str | None) -> datetime.datetime | None:
@@ -139,7 +166,25 @@ def load(session: orm.Session, notification_uuid: str) -> Timeline:
             .order_by(VMove.start_time, VMove.id)
         )
     ]
+    attempts = fence_rows.attempts(session, notification_uuid)
+    fencing = [
+        Bar(
+            kind="fence",
+            label=f"fence #{a.position} {a.driver} {a.action}",
+            result=a.result,
+            start=a.started_at,
+            end=None
+            if a.duration is None
+            else a.started_at + datetime.timedelta(seconds=a.duration),
+            detail=a.message or "",
+            source=a.host_name,
+            ident=str(a.id),
+        )
+        for a in attempts
+    ]
     return Timeline(
+        evidence=[_evidence_bar(item) for item in evidence_db.of(session, notification_uuid)],
+        hold_reason=holds.reasons(session, [notification_uuid]).get(notification_uuid),
         notification_uuid=row.notification_uuid,
         type=row.type,
         status=row.status,
@@ -149,6 +194,24 @@ def load(session: orm.Session, notification_uuid: str) -> Timeline:
         tasks=tasks,
         instances=instances,
         failure_reason=None if failure is None else failure.reason,
+        fencing=fencing,
+        fence_attempts=attempts,
+    )
+
+
+def _evidence_bar(item: evidence_db.Evidence) -> Bar:
+    if item.kind == evidence_db.VERDICT:
+        result = "confirmed" if item.failed else "not confirmed"
+    else:
+        result = {True: "says failed", False: "says up", None: "cannot tell"}[item.failed]
+    return Bar(
+        kind="evidence",
+        label=f"{item.kind}: {item.source}",
+        result=result,
+        start=item.observed_at,
+        end=item.observed_at,
+        detail=item.detail,
+        ident=item.kind,
     )
 
 
@@ -170,15 +233,40 @@ def text(timeline: Timeline) -> str:
         f"reported {_clock(t.generated_time)}  received {_clock(t.created_at)}"
         f"  last change {_clock(t.updated_at)}",
         *([f"failure reason: {c(t.failure_reason)}"] if t.failure_reason is not None else []),
-        "",
-        "tasks:",
+        *([f"held: {c(t.hold_reason)}"] if t.hold_reason is not None else []),
     ]
+    if t.evidence:
+        lines += ["", "evidence:"]
+        lines += _table(
+            [("time", "kind", "source", "says", "detail")]
+            + [
+                (_clock(b.start), b.ident, b.label.split(": ", 1)[1], b.result, b.detail)
+                for b in t.evidence
+            ]
+        )
+    lines += ["", "tasks:"]
     table: list[tuple[str, ...]] = [("task", "result", "start", "end", "duration", "last message")]
     table += [
         (b.label, b.result, _clock(b.start), _clock(b.end), _duration(b.seconds), b.detail)
         for b in t.tasks
     ]
     lines += _table(table) if t.tasks else ["  (none)"]
+    if t.fence_attempts:
+        lines += ["", "host fencing:"]
+        table = [("#", "driver", "action", "result", "start", "duration", "message")]
+        table += [
+            (
+                str(a.position),
+                a.driver,
+                a.action,
+                a.result,
+                a.started_at.isoformat(sep=" ", timespec="milliseconds"),
+                "-" if a.duration is None else f"{a.duration:.2f}s",
+                a.message or "",
+            )
+            for a in t.fence_attempts
+        ]
+        lines += _table(table)
     lines += ["", "instances:"]
     table = [("instance", "source", "destination", "result", "start", "end", "duration")]
     table += [
@@ -241,6 +329,10 @@ def html(timeline: Timeline) -> str:
             f"{bar.label}{where}: {bar.result}, {_clock(bar.start)} \u2013 {_clock(bar.end)}"
             f" ({_duration(bar.seconds)}) {bar.detail}"
         )
+        took = _duration(bar.seconds)
+        if bar.kind == "evidence":  # a moment, not a span
+            tip = f"{bar.label}: {bar.result}, {_clock(bar.start)} {bar.detail}"
+            took = ""
         rows.append(
             f'<g class="bar {bar.kind}" data-id="{_e(bar.ident)}" data-result="{_e(bar.result)}">'
             f"<title>{_e(tip)}</title>"
@@ -248,7 +340,7 @@ def html(timeline: Timeline) -> str:
             f'<rect x="{start:.1f}" y="{y + 4}" width="{max(end - start, 3):.1f}" '
             f'height="{ROW - 8}" rx="3" fill="{colour}"/>'
             f'<text class="result" x="{min(end, LABEL_WIDTH + PLOT_WIDTH) + 6:.1f}" '
-            f'y="{y + 17}">{_e(bar.result)} {_e(_duration(bar.seconds))}{_e(where)}</text></g>'
+            f'y="{y + 17}">{_e(bar.result)} {_e(took)}{_e(where)}</text></g>'
         )
     height = TOP + ROW * max(len(t.bars), 1) + 30
     axis = []
@@ -263,6 +355,8 @@ def html(timeline: Timeline) -> str:
     failure = ""
     if t.failure_reason is not None:
         failure = f"<dt>failure reason</dt><dd>{_e(t.failure_reason)}</dd>"
+    if t.hold_reason is not None:
+        failure += f"<dt>held</dt><dd>{_e(t.hold_reason)}</dd>"
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <title>Recovery of notification {_e(t.notification_uuid)}</title>
@@ -280,7 +374,9 @@ dt {{ color: #666; }}
 <dt>type</dt><dd>{_e(t.type)}</dd><dt>status</dt><dd>{_e(t.status)}</dd>
 <dt>reported</dt><dd>{_e(_clock(t.generated_time))}</dd>
 <dt>received</dt><dd>{_e(_clock(t.created_at))}</dd>
-{failure}<dt>tasks</dt><dd>{len(t.tasks)}</dd><dt>instances</dt><dd>{len(t.instances)}</dd>
+{failure}<dt>evidence</dt><dd>{len(t.evidence)}</dd>
+<dt>tasks</dt><dd>{len(t.tasks)}</dd><dt>fence attempts</dt><dd>{len(t.fencing)}</dd>
+<dt>instances</dt><dd>{len(t.instances)}</dd>
 </dl>
 <svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img"
  aria-label="recovery timeline">

@@ -21,6 +21,8 @@ VERSIONS: tuple[tuple[str, str], ...] = (
     ("1.3", "vmoves (served at every version: clients send 1.3, older ones do not)"),
     ("1.4", "held notifications, their release/cancel action, failure_reason"),
     ("1.5", "GET .../hosts/{host_id}/recovery_plan and /v1/segments/{id}/readiness"),
+    ("1.6", "notification show adds fencing: the host fencing attempts"),
+    ("1.7", "notification show adds evidence: the signals a host failure was judged on"),
 )
 
 # The newest version served unless [DEFAULT]/api_max_microversion raises it: what the

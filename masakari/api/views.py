@@ -10,7 +10,7 @@ import datetime
 import json
 from typing import Any
 
-from masakari.db import models, statuses
+from masakari.db import fencing, models, statuses
 from masakari.db.paging import Row
 
 # oslo.serialization's format: naive, always with microseconds.
@@ -111,4 +111,31 @@ def vmove(row: models.VMove | Row) -> dict[str, Any]:
         "type": row.type,
         "status": row.status,
         "message": row.message,
+    }
+
+
+def fence_attempt(attempt: fencing.Attempt) -> dict[str, Any]:
+    """One host fencing attempt, as notification show shows it from 1.6 (the engine and
+    claim it was made under stay internal; the driver never names a credential)."""
+    return {
+        "host": attempt.host_name,
+        "position": attempt.position,
+        "driver": attempt.driver,
+        "action": attempt.action,
+        "result": attempt.result,
+        "message": attempt.message,
+        "started_at": _time(attempt.started_at),
+        "duration": attempt.duration,
+    }
+
+
+def evidence(item: Any) -> dict[str, Any]:
+    """One signal of a host failure (masakari.db.evidence.Evidence), at 1.7."""
+    return {
+        "kind": item.kind,
+        "source": item.source,
+        "failed": item.failed,
+        "value": item.value,
+        "detail": item.detail,
+        "observed_at": _time(item.observed_at),
     }

@@ -11,15 +11,17 @@ from types import FrameType
 from oslo_config import cfg
 
 from masakari import conf as masakari_conf
-from masakari import exception, reload
+from masakari import coordination, detection, exception, reload
 from masakari.compute import nova, retry
 from masakari.compute.placement import PlacementClient
 from masakari.db.database import Database
 from masakari.engine import logtag, tasks
 from masakari.engine.clients import LazyNova, LazyPlacement
+from masakari.engine.fencing import HostFencing
 from masakari.engine.plan import Capacities
 from masakari.engine.ports import Nova
-from masakari.engine.service import EngineService
+from masakari.engine.service import EngineService, engine_owner
+from masakari.fencing.config import FencingFileError
 from masakari.metrics import serve
 
 LOG = logging.getLogger(__name__)
@@ -40,9 +42,25 @@ def main(argv: list[str] | None = None) -> int:
         # An unknown task name or claim timings that cannot work stop the engine here
         # rather than at the first failure.
         flows = tasks.load_flows(conf)
+        # The fencing file too: a host fencing that does not load must not leave hosts
+        # evacuated unfenced.
+        fencing = HostFencing.from_conf(conf)
         nova_client, placement = _clients(conf)
-        service = EngineService(conf, db, nova_client, placement=placement, flows=flows)
-    except exception.InvalidConfiguration as exc:
+        owner = engine_owner(conf)
+        leadership = coordination.leadership(conf, owner)
+        detector = _detector(conf, db, owner, leadership)
+        service = EngineService(
+            conf,
+            db,
+            nova_client,
+            placement=placement,
+            flows=flows,
+            owner=owner,
+            leadership=leadership,
+            addons=[detector] if detector is not None else [],
+            fencing=fencing,
+        )
+    except (exception.InvalidConfiguration, FencingFileError) as exc:
         LOG.error("%s", exc)
         print(f"masakari-engine: {exc}", file=sys.stderr)
         db.dispose()
@@ -60,7 +78,13 @@ def main(argv: list[str] | None = None) -> int:
     hangup.install()
     if conf.metrics.engine_port:
         serve.start_listener(conf, conf.metrics.engine_port, lambda: db)
-    service.start()
+    try:
+        service.start()
+    except OSError as exc:  # the kdump listener's address cannot be bound
+        LOG.error("Cannot start: %s", exc)
+        print(f"masakari-engine: cannot start: {exc}", file=sys.stderr)
+        db.dispose()
+        return 1
     try:
         while not stop.wait(1.0):
             hangup.apply()
@@ -87,6 +111,25 @@ def _clients(conf: cfg.ConfigOpts) -> tuple[Nova, Capacities]:
     else:
         return client, PlacementClient.from_conf(conf)
     return LazyNova(conf), LazyPlacement.from_conf(conf)
+
+
+def _detector(
+    conf: cfg.ConfigOpts, db: Database, owner: str, leadership: coordination.Leadership
+) -> detection.Detector | None:
+    """The failure detector ([detection] enabled), on a Nova client of its own: a poll that
+    fails is a blind poll, tried again at the next one rather than retried for long."""
+    if not conf.detection.enabled:
+        return None
+    try:
+        client = nova.get_client(conf, retry.DETECTION)
+    except exception.NovaError as exc:
+        raise exception.InvalidConfiguration(
+            message=f"[detection] enabled needs Nova's credentials: {exc}"
+        ) from exc
+    probe = detection.keystone_probe(
+        client.session, conf.os_privileged_user_auth_url, conf.nova_api_timeout
+    )
+    return detection.build(conf, db, client, probe, owner, leadership)
 
 
 if __name__ == "__main__":

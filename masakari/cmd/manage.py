@@ -214,6 +214,7 @@ def segment_check(conf: cfg.ConfigOpts) -> None:
                 nova.get_client(conf),
                 placement.get_client(conf),
                 conf.category.segment,
+                fence_checks=_live_fence_checks(conf, db),
             )
         except exception.SegmentNotFound as exc:
             raise CommandError(exc.message, code=doctor.FAILURE) from exc
@@ -226,6 +227,26 @@ def segment_check(conf: cfg.ConfigOpts) -> None:
     if code:
         raise CommandError(f"Result: {doctor.LABELS[code]}", code=code)
     print("Result: OK")
+
+
+def _live_fence_checks(conf: cfg.ConfigOpts, db: Database) -> list[Any] | None:
+    """Host fencing's checks made now, when this user can read the fencing file (the
+    engine's user); None otherwise: the doctor then reports those the engines recorded."""
+    path = conf.fencing.config_file
+    if not path or not os.access(path, os.R_OK):
+        return None
+    from masakari.engine.fence_checks import FenceChecker
+    from masakari.engine.fencing import HostFencing
+    from masakari.engine.ports import Clock
+    from masakari.fencing.config import FencingFileError
+
+    try:
+        fencing = HostFencing.from_conf(conf)
+    except FencingFileError as exc:
+        raise CommandError(str(exc), code=2) from exc
+    if fencing is None:
+        return None
+    return FenceChecker(db, fencing, Clock(), "masakari-manage").check_all(conf.category.segment)
 
 
 def _add_planning_parsers(subparsers: Any) -> None:

@@ -366,6 +366,12 @@ class NovaClient:
         body = self._call("GET", "/os-services", query=[("host", host), ("binary", "nova-compute")])
         return [Service.of(s) for s in body["services"]]
 
+    def list_compute_services(self) -> list[Service]:
+        """GET /os-services?binary=nova-compute: every compute host's service, one request
+        (the failure detector's poll)."""
+        body = self._call("GET", "/os-services", query=[("binary", "nova-compute")])
+        return [Service.of(s) for s in body["services"]]
+
     def get_compute_service(self, host: str) -> Service:
         """The nova-compute service of ``host``; the first one, as the reference takes."""
         return compute_service(self.find_compute_services(host), host)

@@ -108,6 +108,9 @@ ENGINE = Policy()
 # create or update answers 500), so that an operator sees Nova's trouble at once; failures
 # before sending and time-outs of reads are still retried, as they are invisible.
 INTERACTIVE = Policy(status_codes=())
+# The failure detector's poll: one more try, then the poll is blind and the next one asks
+# again; a poll must not outlast its interval by retrying.
+DETECTION = Policy(connect_retries=1, retries=1, status_codes=())
 
 
 def ambiguous(exc: BaseException) -> bool:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+import datetime
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from oslo_utils import timeutils
 
 from masakari import exception
 
@@ -81,6 +84,8 @@ class Service:
     state: str | None = None  # up, down
     forced_down: bool = False
     disabled_reason: str | None = None
+    # The service's last heartbeat (naive UTC), None when Nova gives none or an unreadable one.
+    updated_at: datetime.datetime | None = None
 
     @classmethod
     def of(cls, service: Mapping[str, Any] | Service) -> Service:
@@ -93,12 +98,23 @@ class Service:
             state=service.get("state"),
             forced_down=bool(service.get("forced_down", False)),
             disabled_reason=service.get("disabled_reason"),
+            updated_at=_time(service.get("updated_at")),
         )
 
     @property
     def usable(self) -> bool:
         """Enabled and up: where Nova's scheduler may place."""
         return self.status == "enabled" and self.state == "up"
+
+
+def _time(value: Any) -> datetime.datetime | None:
+    """Nova's timestamps (ISO 8601, UTC, usually without a zone) as naive UTC."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return timeutils.normalize_time(timeutils.parse_isotime(value))
+    except (ValueError, OverflowError):
+        return None
 
 
 def first_service(services: Sequence[Mapping[str, Any] | Service]) -> Service | None:

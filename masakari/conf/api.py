@@ -58,7 +58,7 @@ request.
     cfg.StrOpt(
         "api_max_microversion",
         default="1.3",
-        choices=("1.3", "1.4", "1.5"),
+        choices=("1.3", "1.4", "1.5", "1.6", "1.7"),
         help=paragraphs(
             """
 (masakari rewrite only) Newest API microversion masakari-api serves, and
@@ -68,7 +68,10 @@ release/cancel action) and ``failure_reason`` in notification bodies; clients
 that send no microversion, or 1.3 or older, still see exactly the 1.3 bodies.
 ``1.5`` adds GET /v1/segments/{segment_id}/hosts/{host_id}/recovery_plan and
 GET /v1/segments/{segment_id}/readiness (a dry-run recovery plan and the
-readiness doctor).
+readiness doctor). ``1.6`` adds ``fencing`` to GET /v1/notifications/{id}: the
+host fencing attempts of the recovery (docs/operations.md, Host fencing).
+``1.7`` adds ``evidence`` to a notification's show: the signals its host
+failure was judged on ([detection], [verdict]).
 """
         ),
     ),

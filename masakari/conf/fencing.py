@@ -101,6 +101,21 @@ kdump message of the host still proves the crash.
 """
         ),
     ),
+    cfg.IntOpt(
+        "check_interval",
+        default=300,
+        min=0,
+        help=paragraphs(
+            """
+(masakari rewrite only) With config_file set, seconds between two readiness
+checks of every host's fencing drivers (a read-only power status call per
+driver: credentials valid, BMC reachable; hosts without a driver listed), made
+by the engine that runs the periodic tasks and recorded for the readiness
+doctor (masakari-manage segment check, GET /v1/segments/{id}/readiness). 0:
+no periodic check.
+"""
+        ),
+    ),
 ]
 
 

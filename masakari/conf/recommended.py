@@ -22,24 +22,32 @@ TEXT = """\
 # docs/operations.md explains each guard and step; docs/configuration.md lists every option.
 #
 # Left out on purpose:
-# - [host_failure] force_down_fenced_host (the fast hand-off: force the failed host's
-#   nova-compute down and evacuate at once, instead of sleeping
-#   wait_period_after_service_update, 180 s): only where host fencing is configured, i.e. a
-#   monitor that reports host_status NORMAL only once the host is proven powered off.
-#   masakari has no fencing of its own yet, so it stays off here until it does; turning it
-#   on with a monitor that does not fence runs every instance twice on shared disks.
+# - [fencing] config_file (host fencing: masakari powers a failed host off through its BMC,
+#   or sees its kdump message, before it evacuates anything, and then hands off at once,
+#   without the wait_period_after_service_update sleep): it names your BMCs and their
+#   credentials, which no sample can. Write the file (docs/configuration.md, "The fencing
+#   file"; docs/operations.md, "Host fencing") and turn it on: it is the recommended setup.
+# - [host_failure] force_down_fenced_host (the same fast hand-off on a monitor's word):
+#   not needed with host fencing, which forces down the hosts it proved dead. Without it,
+#   only with a monitor that reports host_status NORMAL once the host is proven powered
+#   off; with a monitor that does not fence, every instance runs twice on shared disks.
 # - [DEFAULT] max_evacuations_in_flight: set it to what your Nova can rebuild at once
 #   (docs/engine.md, "Rack scale"); no value fits every cloud.
 # - [host_failure] capacity_aware_targets, order_by_priority, order_in_groups: they need
 #   Placement in the catalog, or tenants' metadata the operator trusts (docs/operations.md,
 #   "Planning").
+# - [detection] enabled (failures found from Nova's heartbeats, without agents) and
+#   [verdict] rule: how a deployment finds and confirms failures is its own choice (with
+#   masakari-monitors, without, or both; with host fencing or not); docs/operations.md,
+#   "Detection", gives the settings for each.
 
 [DEFAULT]
 # The newest API microversion: held notifications and their release/cancel action (1.4),
-# recovery plans and segment readiness (1.5). Clients at 1.0-1.3 (openstacksdk,
+# recovery plans and segment readiness (1.5), host fencing's evidence in notification show
+# (1.6), a host failure's evidence (1.7). Clients at 1.0-1.3 (openstacksdk,
 # python-masakariclient, masakari-monitors) see exactly the reference's API; only a client
 # asking for "latest" or 1.4+ sees the new fields.
-api_max_microversion = 1.5
+api_max_microversion = 1.7
 # One Nova list per failed host and second instead of one GET per evacuating instance: the
 # same answers, far fewer requests while a rack evacuates. Needs nothing.
 evacuation_batched_polling = true

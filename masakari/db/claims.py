@@ -287,6 +287,30 @@ def finish(
     return affected_rows(result) == 1
 
 
+def give_up(session: orm.Session, notification_uuid: str, owner: str, token: int) -> bool:
+    """Drop our claim and put the notification back to ``new``, for a hold written in the
+    same transaction (host fencing could not prove the host dead): the engines' queue skips
+    it until an operator releases it."""
+    dropped = session.execute(
+        sa.delete(NotificationClaim)
+        .where(*_ours(notification_uuid, owner, token))
+        .execution_options(synchronize_session=False)
+    )
+    if affected_rows(dropped) != 1:
+        return False
+    result = session.execute(
+        sa.update(Notification)
+        .where(
+            Notification.notification_uuid == notification_uuid,
+            Notification.status == RUNNING,
+            Notification.deleted == 0,
+        )
+        .values(status=NEW)
+        .execution_options(synchronize_session=False)
+    )
+    return affected_rows(result) == 1
+
+
 def take_over(
     session: orm.Session,
     notification_uuid: str,

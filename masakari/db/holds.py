@@ -25,12 +25,45 @@ from masakari.db.statuses import IGNORED, NEW
 REASON_SEGMENT = "mass failure: segment threshold"
 REASON_GLOBAL = "mass failure: global threshold"
 REASON_UNKNOWN = "host status UNKNOWN: waiting for confirmation"
+# The failure detector's gates (masakari.detection).
+REASON_BREAKER = "detection breaker: too many hosts look down at once"
+REASON_STORM = "detection storm cooldown: hosts looked down en masse recently"
+# The engine's verdict ([verdict] rule) did not confirm the failure; the rest says why.
+VERDICT_PREFIX = "verdict: "
+# Held by an engine ([fencing]): no driver proved the host dead (the text goes on with why),
+# or the fencing file gives the host none and [fencing] unfenced_hosts = hold.
+REASON_FENCE_FAILED = "power fencing failed: "
+REASON_UNFENCED = "no power fencing configured"
 # The reason label of the masakari_notifications_held counter.
 METRIC_REASONS = {
     REASON_SEGMENT: "mass_failure_segment",
     REASON_GLOBAL: "mass_failure_global",
     REASON_UNKNOWN: "unknown_host_state",
+    REASON_BREAKER: "detection_breaker",
+    REASON_STORM: "detection_storm",
+    REASON_FENCE_FAILED: "power_fencing_failed",
+    REASON_UNFENCED: "no_power_fencing",
 }
+MAX_REASON = 255
+
+
+def metric_reason(reason: str) -> str:
+    """The counter's label of a hold reason (a fence failure's and a verdict's text go on
+    with why)."""
+    if reason.startswith(REASON_FENCE_FAILED):
+        return METRIC_REASONS[REASON_FENCE_FAILED]
+    if reason.startswith(VERDICT_PREFIX):
+        return "verdict"
+    return METRIC_REASONS.get(reason, "other")
+
+
+def is_fence_reason(reason: str | None) -> bool:
+    """A hold an engine put because the host's death was not proven: releasing it is the
+    operator's word that the host is dead."""
+    return reason is not None and (
+        reason.startswith(REASON_FENCE_FAILED) or reason == REASON_UNFENCED
+    )
+
 
 CANCEL_MESSAGE = "Cancelled by an operator while held."
 SUPERSEDED_MESSAGE = "Superseded by notification %s, which confirms the host's state."
@@ -71,6 +104,27 @@ def released_since(when: datetime.datetime) -> sa.ColumnElement[bool]:
 def hold(session: orm.Session, notification_uuid: str, reason: str) -> None:
     session.add(NotificationHold(notification_uuid=notification_uuid, reason=reason))
     session.flush()
+
+
+def hold_again(session: orm.Session, notification_uuid: str, reason: str) -> None:
+    """Hold a notification an engine was recovering; a hold released earlier (a mass
+    failure an operator let through) is replaced: this one waits for a release of its own."""
+    session.execute(
+        sa.delete(NotificationHold)
+        .where(NotificationHold.notification_uuid == notification_uuid)
+        .execution_options(synchronize_session=False)
+    )
+    hold(session, notification_uuid, reason[:MAX_REASON])
+
+
+def released_hold(session: orm.Session, notification_uuid: str) -> str | None:
+    """The reason of the notification's hold if an operator released it, else None."""
+    return session.scalar(
+        sa.select(NotificationHold.reason).where(
+            NotificationHold.notification_uuid == notification_uuid,
+            NotificationHold.released_at.is_not(None),
+        )
+    )
 
 
 def reasons(session: orm.Session, notification_uuids: list[str]) -> dict[str, str]:

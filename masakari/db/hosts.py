@@ -134,6 +134,8 @@ class RecoveryHost:
     failover_segment_id: str
     segment_enabled: bool
     recovery_method: str
+    # The segment's name: host fencing's segment defaults are written by name.
+    segment_name: str | None = None
 
 
 def get_for_recovery(session: orm.Session, host_uuid: str) -> RecoveryHost | None:
@@ -153,6 +155,7 @@ def get_for_recovery(session: orm.Session, host_uuid: str) -> RecoveryHost | Non
         failover_segment_id=host.failover_segment_id,
         segment_enabled=bool(segment.enabled) if segment is not None else False,
         recovery_method=segment.recovery_method if segment is not None else "auto",
+        segment_name=segment.name if segment is not None else None,
     )
 
 

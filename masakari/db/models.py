@@ -19,6 +19,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
 )
+from sqlalchemy.dialects import mysql
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 RECOVERY_METHODS = ("auto", "reserved_host", "auto_priority", "rh_priority")
@@ -162,7 +163,8 @@ class VMove(_SoftDelete, Base):
 
 
 # --- the project's own tables (migrations b6e0c1a2f9d4, e7a2c9d41f03, c3f1d8a7b2e5,
-# c3d5f7a9b1e2, a3d5f7c9e1b2, after the reference's head)
+# c3d5f7a9b1e2, a3d5f7c9e1b2, f2b4d6e8a0c1, after the reference's head)
+# c3d5f7a9b1e2, a3d5f7c9e1b2, f1c3e5a7b9d2, after the reference's head)
 
 
 class RecoveryTask(_Timestamps, Base):
@@ -297,5 +299,111 @@ class EvacuationSlot(Base):
     taken_at: Mapped[datetime.datetime] = mapped_column(DateTime, nullable=False)
 
 
+class DetectorLease(_Timestamps, Base):
+    """Which engine runs the failure detector, until when (migration f1c3e5a7b9d2).
+
+    One row per detector (``name``); the holder renews ``expires_at``, an expired row is taken
+    by another engine with a new ``token``. ``fence`` is bumped by every notification the
+    detector records, in the transaction that records it: a takeover and a late report of
+    the lease's former holder conflict on this row (masakari/db/detector_lease.py).
+    """
+
+    __tablename__ = "masakari_detector_leases"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    owner: Mapped[str] = mapped_column(String(255), nullable=False)
+    token: Mapped[int] = mapped_column(Integer, nullable=False)
+    expires_at: Mapped[datetime.datetime] = mapped_column(DateTime, nullable=False)
+    fence: Mapped[int] = mapped_column(sa.BigInteger, nullable=False, default=0, server_default="0")
+    # Until when a mass event's storm cooldown holds what the detector finds (None: none).
+    storm_until: Mapped[datetime.datetime | None] = mapped_column(DateTime)
+
+
+class FailureEvidence(Base):
+    """One signal about a host failure, kept with its notification (migration f1c3e5a7b9d2).
+
+    ``kind``: ``report`` (a monitor's or the detector's report), ``nova`` (the host's
+    nova-compute state and heartbeat age), ``fence`` (what of host fencing's word a verdict
+    used), ``verdict`` (what the engine's rule decided; ``value``: the host_status a
+    confirmation gave the flow). ``failed``: whether the signal says the host failed (True),
+    is alive (False), or cannot tell (None); for a verdict, whether it confirmed.
+    """
+
+    __tablename__ = "masakari_failure_evidence"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    notification_uuid: Mapped[str] = mapped_column(String(36), nullable=False)
+    kind: Mapped[str] = mapped_column(String(16), nullable=False)
+    source: Mapped[str] = mapped_column(String(255), nullable=False)
+    failed: Mapped[bool | None] = mapped_column(Boolean)
+    # The signal's value, for code: a report's host_status, nova-compute's state, a power state.
+    value: Mapped[str | None] = mapped_column(String(64))
+    detail: Mapped[str] = mapped_column(Text, nullable=False)
+    observed_at: Mapped[datetime.datetime] = mapped_column(DateTime, nullable=False)
+
+
+# Fencing evidence carries microseconds (MariaDB's DATETIME keeps whole seconds otherwise).
+PreciseTime = DateTime().with_variant(mysql.DATETIME(fsp=6), "mysql")
+
+
+class FenceAttempt(Base):
+    """One call an engine made to prove a failed host dead (migration f2b4d6e8a0c1).
+
+    Written before the call (``result`` ``sent``) and completed after it, under the run's
+    claim: an engine that takes the recovery over reads what was sent and what answered.
+    """
+
+    __tablename__ = "masakari_fence_attempts"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    notification_uuid: Mapped[str] = mapped_column(String(36), nullable=False)
+    # The claim it was made under: the engine and its fencing token.
+    owner: Mapped[str] = mapped_column(String(255), nullable=False)
+    attempt: Mapped[int] = mapped_column(Integer, nullable=False)
+    host_name: Mapped[str] = mapped_column(String(255), nullable=False)
+    # The driver's place in the host's escalation list (0 first; -1: no driver).
+    position: Mapped[int] = mapped_column(Integer, nullable=False)
+    # DriverSpec.describe(): type, label and address, never a credential.
+    driver: Mapped[str] = mapped_column(String(255), nullable=False)
+    action: Mapped[str] = mapped_column(String(16), nullable=False)
+    result: Mapped[str] = mapped_column(String(16), nullable=False)
+    message: Mapped[str | None] = mapped_column(Text)
+    started_at: Mapped[datetime.datetime] = mapped_column(PreciseTime, nullable=False)
+    duration: Mapped[float | None] = mapped_column(Float)
+
+
+class KdumpMessage(Base):
+    """A fence_kdump message an engine's listener received (migration f2b4d6e8a0c1)."""
+
+    __tablename__ = "masakari_kdump_messages"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    source_address: Mapped[str] = mapped_column(String(255), nullable=False)
+    received_at: Mapped[datetime.datetime] = mapped_column(PreciseTime, nullable=False)
+    engine: Mapped[str] = mapped_column(String(255), nullable=False)
+
+
+class FenceCheck(Base):
+    """The last readiness check of one driver of a host's escalation list (f2b4d6e8a0c1).
+
+    Written by the engines (the API never reads the fencing file); a host the file gives
+    no driver has one row, position 0, result ``unfenced``.
+    """
+
+    __tablename__ = "masakari_fence_checks"
+
+    host_name: Mapped[str] = mapped_column(String(255), primary_key=True)
+    position: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    driver: Mapped[str] = mapped_column(String(255), nullable=False)
+    result: Mapped[str] = mapped_column(String(16), nullable=False)
+    message: Mapped[str | None] = mapped_column(Text)
+    checked_at: Mapped[datetime.datetime] = mapped_column(PreciseTime, nullable=False)
+    duration: Mapped[float | None] = mapped_column(Float)
+    engine: Mapped[str] = mapped_column(String(255), nullable=False)
+
+
 Index("recovery_tasks_notification_idx", RecoveryTask.notification_uuid)
 Index("instance_locks_notification_idx", InstanceLock.notification_uuid)
+Index("failure_evidence_notification_idx", FailureEvidence.notification_uuid)
+Index("fence_attempts_notification_idx", FenceAttempt.notification_uuid)
+Index("kdump_messages_source_idx", KdumpMessage.source_address, KdumpMessage.received_at)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime
 import json
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -83,24 +83,30 @@ def get(session: orm.Session, notification_uuid: str) -> Notification:
     return row
 
 
-def has_duplicate(
+def find_duplicate(
     session: orm.Session,
     type_: str,
     source_host_uuid: str,
-    payload: Mapping[str, Any],
     since: datetime.datetime,
-) -> bool:
-    """Whether a notification of this type and host, generated at ``since`` or later, has
-    the same payload (compared as objects: key order does not matter). Any status counts."""
-    stored = session.scalars(
-        sa.select(Notification.payload).where(
+    same: Callable[[Any], bool],
+) -> tuple[str, Any] | None:
+    """The oldest notification of this type and host, generated at ``since`` or later, whose
+    decoded payload ``same`` accepts (any status counts), with that payload; else None."""
+    stored = session.execute(
+        sa.select(Notification.notification_uuid, Notification.payload)
+        .where(
             Notification.deleted == 0,
             Notification.type == type_,
             Notification.source_host_uuid == source_host_uuid,
             Notification.generated_time >= since,
         )
+        .order_by(Notification.id)
     )
-    return any(text is not None and json.loads(text) == payload for text in stored)
+    for notification_uuid, text in stored:
+        decoded = None if text is None else json.loads(text)
+        if decoded is not None and same(decoded):
+            return str(notification_uuid), decoded
+    return None
 
 
 def create(

@@ -9,7 +9,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy import orm
 
-from masakari.db import models
+from masakari.db import fencing, models
 from masakari.db.database import Database, affected_rows
 
 LOG = logging.getLogger(__name__)
@@ -22,8 +22,9 @@ FINAL_STATUSES = ("finished", "failed", "ignored")
 def purge(db: Database, age_in_days: int, max_rows: int | None = None) -> dict[str, int]:
     """Delete rows older than ``age_in_days``, at most ``max_rows`` per table (None: all).
 
-    The vmoves and progress rows of a purged notification go with it, whatever their number,
-    so that nothing is left pointing at a notification that no longer exists.
+    The vmoves, progress rows and fence attempts of a purged notification go with it,
+    whatever their number, so that nothing is left pointing at a notification that no
+    longer exists.
     """
     cutoff = models.utcnow() - datetime.timedelta(days=age_in_days)
     counts: dict[str, int] = {}
@@ -34,6 +35,7 @@ def purge(db: Database, age_in_days: int, max_rows: int | None = None) -> dict[s
         # Hosts before segments: hosts reference segments by uuid.
         counts["hosts"] = _delete_soft_deleted(session, models.Host, cutoff, max_rows)
         _delete_orphan_guards(session)
+        _delete_fencing_rows(session, cutoff)
         counts["failover_segments"] = _delete_segments(session, cutoff, max_rows)
     for table, count in counts.items():
         LOG.info("Purged %d row(s) from %s older than %d day(s)", count, table, age_in_days)
@@ -66,6 +68,8 @@ def _delete_notifications(session: orm.Session, uuids: list[str]) -> int:
         models.InstancePlan,
         models.NotificationHold,
         models.NotificationFailure,
+        models.FenceAttempt,
+        models.FailureEvidence,
     ):
         session.execute(sa.delete(model).where(model.notification_uuid.in_(uuids)))
     result = session.execute(
@@ -110,6 +114,14 @@ def _delete_orphan_guards(session: orm.Session) -> None:
     """
     g = models.HostGuard
     session.execute(sa.delete(g).where(~sa.exists().where(models.Host.uuid == g.host_uuid)))
+
+
+def _delete_fencing_rows(session: orm.Session, cutoff: datetime.datetime) -> None:
+    """kdump messages received before the cut-off, and driver checks last made before it
+    (not counted: not reference tables). A fence attempt goes with its notification."""
+    fencing.delete_kdump_before(session, cutoff)
+    c = models.FenceCheck
+    session.execute(sa.delete(c).where(c.checked_at < cutoff))
 
 
 def _delete_segments(session: orm.Session, cutoff: datetime.datetime, max_rows: int | None) -> int:

@@ -13,6 +13,7 @@ from masakari import exception
 from masakari.engine.capacity import Capacities, NoPlacement
 from masakari.engine.effects import Effects
 from masakari.engine.errors import Cancelled, PollTimeout
+from masakari.engine.fencing import HostFencing
 from masakari.engine.hostpoll import HostPoller
 from masakari.engine.lease import Lease
 from masakari.engine.ports import Clock, NovaReads
@@ -42,6 +43,8 @@ class RunContext:
     slots: EvacuationSlots | None = None
     host_poller: HostPoller | None = None
     placement: Capacities = dataclasses.field(default_factory=NoPlacement)
+    # The engine's host fencing ([fencing] config_file), None when not configured.
+    fencing: HostFencing | None = None
 
     @property
     def notification_uuid(self) -> str:

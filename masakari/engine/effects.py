@@ -31,6 +31,8 @@ from masakari.db.database import Database, read, transaction
 from masakari.db.hosts import RecoveryHost
 from masakari.db.instances import Plan
 from masakari.db.vmoves import VMoveData
+from masakari.engine.evidence_effects import EvidenceChanges
+from masakari.engine.fence_effects import FenceChanges
 from masakari.engine.host_notices import SILENT, HostNotices
 from masakari.engine.lease import Lease, LeaseLost
 from masakari.engine.nova_effects import LeasedReads, NovaChanges, guarded
@@ -63,7 +65,7 @@ class TaskNote:
     detail: dict[str, str] | None
 
 
-class Effects(NovaChanges, SlotChanges):
+class Effects(NovaChanges, SlotChanges, FenceChanges, EvidenceChanges):
     """The reads and the fenced changes of one run of one notification."""
 
     # host.update notifications around the host changes below (the service sets its own).

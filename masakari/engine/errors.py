@@ -9,3 +9,13 @@ class Cancelled(Exception):
 
 class PollTimeout(Exception):
     """A confirmation poll ran out of time."""
+
+
+class Held(Exception):
+    """The run holds its notification for an operator instead of recovering it (host fencing
+    did not prove the failed host dead, or the verdict did not confirm the failure): the
+    hold is written, and the claim given up with it, before this is raised."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason

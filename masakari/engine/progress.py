@@ -68,18 +68,31 @@ class TaskProgress:
         self.flow.write(self, self._detail(message))
         self.reported = True
 
-    def update_with(self, message: str, progress: float, write: Callable[[TaskNote], bool]) -> bool:
+    def update_with(
+        self,
+        message: str,
+        progress: float,
+        write: Callable[[TaskNote], bool],
+        state: str | None = None,
+    ) -> bool:
         """``update``, written by ``write`` in the transaction of a change of its own; when
-        ``write`` says the change was not made, nothing is recorded."""
+        ``write`` says the change was not made, nothing is recorded. ``state``: the task's
+        state written with it (a task whose change ends the run under its claim)."""
         if self.flow.attempt is None:
             self.flow.start()
         assert self.flow.attempt is not None
         detail = self._detail(message, progress)
         note = TaskNote(
-            self.flow.attempt, self.position, self.name, self.state, float(progress), detail
+            self.flow.attempt,
+            self.position,
+            self.name,
+            state or self.state,
+            float(progress),
+            detail,
         )
         if not write(note):
             return False
+        self.state = note.state
         self.progress = float(progress)
         LOG.info("%s: %s", self.name, message)
         self.reported = True

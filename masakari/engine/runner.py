@@ -16,11 +16,12 @@ from typing import Any
 from oslo_config import cfg
 
 from masakari import metrics, notifier
-from masakari.db import queue, statuses
+from masakari.db import holds, queue, statuses
 from masakari.db.database import Database
 from masakari.engine.context import RunContext
 from masakari.engine.effects import Effects
-from masakari.engine.errors import Cancelled
+from masakari.engine.errors import Cancelled, Held
+from masakari.engine.fencing import HostFencing
 from masakari.engine.host_notices import HostNotices
 from masakari.engine.hostpoll import HostPoller
 from masakari.engine.lease import Lease, LeaseLost
@@ -49,6 +50,7 @@ class Runner:
     release: Callable[[dict[str, int]], None]
     slots: EvacuationSlots | None = None
     host_poller: HostPoller | None = None
+    fencing: HostFencing | None = None
 
     def process(self, item: Work, lease: Lease) -> str | None:
         """Recover a notification we hold a claim on; write the outcome. Returns the status."""
@@ -71,10 +73,18 @@ class Runner:
             slots=self.slots,
             host_poller=self.host_poller,
             placement=self.placement,
+            fencing=self.fencing,
         )
         started = self.clock.monotonic()
         try:
             outcome = dispatch.recover(run, self.flows, notification)
+        except Held as held:
+            # Written with the claim given up: an operator releases or cancels it.
+            metrics.notification_held(holds.metric_reason(held.reason))
+            fault = notifier.exception_payload(held)
+            payload = notifier.notification_payload({**fields, "status": statuses.HELD}, fault)
+            self.notifier.emit("notification.process.held", payload, warning=True)
+            return None
         except LeaseLost:
             LOG.warning(
                 "Notification %s: claim not renewed in time or taken over; this engine stops "

@@ -14,13 +14,17 @@ import logging
 import os
 import threading
 import uuid
+from collections.abc import Sequence
+from typing import Protocol
 
 from oslo_config import cfg
 
-from masakari import coordination, notifier
+from masakari import coordination, exception, notifier
 from masakari.db.database import Database
 from masakari.engine import locks, periodic, tasks, wakeup
 from masakari.engine.clients import LazyPlacement
+from masakari.engine.fence_checks import FenceChecker
+from masakari.engine.fencing import HostFencing, KdumpStore
 from masakari.engine.heartbeat import Heartbeat, lease_timing
 from masakari.engine.hostpoll import HostPoller
 from masakari.engine.intake import Intake
@@ -31,8 +35,9 @@ from masakari.engine.recovery.flow import FlowTasks
 from masakari.engine.runner import Runner
 from masakari.engine.slots import EvacuationSlots
 from masakari.engine.workers import Workers
+from masakari.fencing import kdump
 
-__all__ = ["EngineService", "lease_timing"]
+__all__ = ["Addon", "EngineService", "engine_owner", "lease_timing"]
 
 LOG = logging.getLogger(__name__)
 
@@ -44,11 +49,28 @@ SWEEP_INTERVAL = 5.0
 STOP_GRACE = 5.0
 
 
+def engine_owner(conf: cfg.ConfigOpts) -> str:
+    """A fresh id per process: a restarted engine does not inherit its old claims, it takes
+    them over once they expire like any other engine would."""
+    return f"{conf.host}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+class Addon(Protocol):
+    """Work the engine runs for another package on its schedule (the failure detector,
+    which masakari-engine wires in: this package never imports it)."""
+
+    def tasks(self) -> list[periodic.Task]: ...
+
+    def stop(self) -> None: ...
+
+
 class EngineService:
     """Everything one masakari-engine process runs. ``start()``, then ``stop()``.
 
     ``nova`` and ``placement`` are the process's clients (masakari-engine builds them from
     masakari.conf); without ``placement``, one is built from ``conf`` at its first use.
+    ``fencing``: host fencing, read from [fencing] config_file by masakari-engine (None:
+    hosts are not fenced).
     """
 
     def __init__(
@@ -65,14 +87,15 @@ class EngineService:
         sweep_interval: float = SWEEP_INTERVAL,
         flows: FlowTasks | None = None,
         leadership: coordination.Leadership | None = None,
+        addons: Sequence[Addon] = (),
+        fencing: HostFencing | None = None,
     ) -> None:
         self.conf = conf
         self.db = db
         self.nova = nova
         self.clock = clock or Clock()
-        # A fresh id per process: a restarted engine does not inherit its old claims, it
-        # takes them over once they expire like any other engine would.
-        self.owner = owner or f"{conf.host}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.owner = owner or engine_owner(conf)
+        self.addons = list(addons)
         self.sweep_interval = sweep_interval
         self._stopping = threading.Event()
         self._outage = Outage()
@@ -98,6 +121,7 @@ class EngineService:
             release=self.heartbeat.release,
             slots=self.slots,
             host_poller=self.host_poller,
+            fencing=fencing,
         )
         self.intake = Intake(
             conf,
@@ -119,6 +143,13 @@ class EngineService:
         self.locks = locks.LockReconciler(
             db, lambda: self.nova, self.clock.now, self.clock.monotonic
         )
+        self.fencing = fencing
+        self.kdump = _kdump_listener(conf, db, self.owner)
+        self.fence_checker = (
+            FenceChecker(db, fencing, self.clock, self.owner, conf.fencing.kdump_listen)
+            if fencing is not None
+            else None
+        )
         self.periodic = periodic.Periodic(
             self.periodic_tasks(), self._outage, self.leadership, self.clock
         )
@@ -139,6 +170,18 @@ class EngineService:
             # Every engine: each lock row is taken by one of them (a conditional update).
             periodic.Task("reconcile_locks", self.locks.interval, self.locks.reconcile),
         ]
+        if self.fence_checker is not None and conf.fencing.check_interval > 0:
+            # One engine is enough (with [coordination], the leader): each check is a BMC
+            # call per driver of every host.
+            every.append(
+                periodic.Task(
+                    "check_fencing",
+                    conf.fencing.check_interval,
+                    self.fence_checker.run,
+                    at_start=True,
+                    leader_only=True,
+                )
+            )
         if conf.periodic_enable:
             every += [
                 periodic.Task(
@@ -161,12 +204,14 @@ class EngineService:
                     leader_only=True,
                 ),
             ]
-        return every
+        return every + [task for addon in self.addons for task in addon.tasks()]
 
     # --- life cycle ------------------------------------------------------------------------
 
     def start(self) -> None:
         LOG.info("masakari-engine %s starting", self.owner)
+        if self.kdump is not None:
+            self.kdump.start()  # first: an address that cannot be bound stops the engine here
         if self.host_poller is not None:
             self.host_poller.start()
         self._intake_thread.start()
@@ -186,8 +231,12 @@ class EngineService:
         self.intake.wake()
         if self._listener is not None:
             self._listener.stop()
+        if self.kdump is not None:
+            self.kdump.stop()
         self.leadership.stop()
         self.periodic.stop(grace)
+        for addon in self.addons:
+            addon.stop()
         if self._intake_thread.is_alive():
             self._intake_thread.join(timeout=grace)
         left = self.workers.stop(grace)
@@ -197,3 +246,14 @@ class EngineService:
             self.host_poller.stop()
         self.heartbeat.forget()
         LOG.info("masakari-engine %s stopped", self.owner)
+
+
+def _kdump_listener(conf: cfg.ConfigOpts, db: Database, owner: str) -> kdump.KdumpListener | None:
+    """fence_kdump's messages received on [fencing] kdump_listen, stored for every engine."""
+    if not conf.fencing.kdump_listen:
+        return None
+    try:
+        host, port = kdump.parse_listen(conf.fencing.kdump_listen)
+    except ValueError as exc:
+        raise exception.InvalidConfiguration(message=f"[fencing] kdump_listen: {exc}") from exc
+    return kdump.KdumpListener(KdumpStore(db, owner), host, port)

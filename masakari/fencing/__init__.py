@@ -8,4 +8,12 @@ proof of a kernel crash (fence_kdump's message).
 
 - :mod:`masakari.fencing.base`: the contract every driver keeps, and what the fencing file
   says about one driver (:class:`~masakari.fencing.base.DriverSpec`).
+- :mod:`masakari.fencing.config`: the fencing file, loaded and checked
+  (:class:`~masakari.fencing.config.FencingFile`).
+- :mod:`masakari.fencing.drivers`: ``power_driver(spec)`` and the doctor's ``check(spec)``.
+- :mod:`masakari.fencing.ipmi`: the IPMI driver (pyghmi, in a child process per call).
+- :mod:`masakari.fencing.redfish`: the Redfish driver (sushy).
+- :mod:`masakari.fencing.agent`: any ClusterLabs fence agent, through its stdin.
+- :mod:`masakari.fencing.kdump`: fence_kdump's messages: the listener, the parsing, a crash
+  proof in memory.
 """

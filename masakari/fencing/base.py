@@ -60,7 +60,8 @@ class DriverSpec:
     """One entry of a host's escalation list, as the fencing file gives it.
 
     ``address``: the BMC's host name or IP (IPMI), base URL (Redfish), the host's address
-    its kdump messages come from (kdump); unused by agents, whose own options say it.
+    its kdump messages come from (kdump), the agent's ``ip`` argument (agents; ``port`` is
+    its ``ipport``).
     ``timeout``: seconds one call of this driver may take (a power action, a status read).
     ``options``: the rest of the entry, driver-specific (Redfish's ``system``, ``verify``;
     an agent's ``agent`` and its ``key=value`` arguments; kdump's wait), secrets included.

@@ -4,7 +4,8 @@ Findings carry masakari-status's codes (0 success, 1 warning, 2 failure); a run'
 worst finding's. Per segment: every host is a nova-compute service; reserved hosts are
 disabled in Nova; the segment can absorb the loss of its largest host (Placement). Once: the
 Nova account can read what recovery reads; the database, the broker and the coordination
-backend, when configured, answer; the policy file loads.
+backend, when configured, answer; the policy file loads. With host fencing, each host's
+fencing drivers answer (masakari.ha.fence_doctor).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from oslo_config import cfg
 
 from masakari import exception, policy
 from masakari.compute.placement import HostCapacity, describe
+from masakari.db import fencing
 from masakari.db import hosts as hosts_db
 from masakari.db import segments as segments_db
 from masakari.db.database import Database
@@ -27,6 +29,7 @@ from masakari.db.paging import Row
 from masakari.engine import capacity, plan, selection
 from masakari.engine.capacity import Capacities
 from masakari.engine.ports import NovaReads
+from masakari.ha import fence_doctor
 
 SUCCESS, WARNING, FAILURE = 0, 1, 2
 LABELS = {SUCCESS: "OK", WARNING: "WARNING", FAILURE: "FAILURE"}
@@ -63,11 +66,18 @@ def check(
     nova: NovaProbe,
     placement: Capacities,
     segment: str | None = None,
+    fence_checks: Sequence[fencing.Check] | None = None,
 ) -> list[Finding]:
-    """Every finding, for one segment (uuid or name) or all of them."""
+    """Every finding, for one segment (uuid or name) or all of them.
+
+    ``fence_checks``: host fencing checks made live (masakari-manage, when it can read the
+    fencing file); by default, those the engines recorded.
+    """
     findings: list[Finding] = []
     try:
         segments = _segments(db, segment)
+        if fence_checks is None:
+            fence_checks = fence_doctor.recorded(db)
     except exception.SegmentNotFound:
         raise
     except Exception as exc:  # the database is the one thing every check needs
@@ -76,6 +86,8 @@ def check(
     findings.extend(_nova_account(nova, conf.host_failure.check_server_groups))
     for seg, hosts in segments:
         findings.extend(_segment(conf, nova, placement, seg, hosts))
+        fenced = fence_doctor.findings(conf, fence_checks, seg.name, [h.name for h in hosts])
+        findings.extend(Finding(code, what, detail, seg.name) for code, what, detail in fenced)
     findings.extend(_services(conf))
     findings.append(_policy(conf))
     return findings

@@ -16,8 +16,9 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from masakari.conf import detection as detection_opts
 from masakari.conf import host_return as host_return_opts
-from masakari.db import holds
+from masakari.db import evidence, holds
 
 # The guard row of "every segment": a key no host or segment uuid takes.
 GLOBAL_GUARD = "masakari-mass-failure-global"
@@ -46,21 +47,34 @@ class Thresholds:
 
 @dataclasses.dataclass(frozen=True)
 class Report:
-    """What the rules look at in a report: its type, and a COMPUTE_HOST's event and status."""
+    """What the rules look at in a report: its type, and a COMPUTE_HOST's event and status.
+
+    ``detector``: the detector that made the report (masakari.detection), None for a
+    monitor's. The API's schema refuses the key in a client's payload: only the engine's
+    detector writes it.
+    """
 
     type: str
     event: str = ""
     host_status: str = ""
+    detector: str | None = None
 
     @classmethod
     def of(cls, type_: str, payload: Any) -> Report:
         if type_ != "COMPUTE_HOST" or not isinstance(payload, Mapping):
             return cls(type_)
+        detector = payload.get("detector")
         return cls(
             type_,
             str(payload.get("event") or "").upper(),
             str(payload.get("host_status") or "").upper(),
+            None if detector is None else str(detector),
         )
+
+    @property
+    def source(self) -> str:
+        """Who made the report, as its evidence names it."""
+        return evidence.MONITOR if self.detector is None else f"detector {self.detector}"
 
     @property
     def is_failure(self) -> bool:
@@ -106,11 +120,14 @@ class Rules:
     # [host_return] on: a host on maintenance may report that it is back.
     host_return: bool = False
     duplicate_window: int = DUPLICATE_WINDOW
+    # Host failures are judged ([detection] or [verdict] on): keep each report as evidence.
+    evidence: bool = False
 
     @classmethod
     def from_conf(cls, conf: Any) -> Rules:
         group = conf.guards
         return cls(
+            evidence=detection_opts.verdict_active(conf),
             duplicate_window=conf.duplicate_notification_detection_interval,
             thresholds=Thresholds(
                 segment_max=group.segment_max_failed_hosts,
@@ -151,6 +168,24 @@ class Rules:
         except OverflowError:
             return datetime.datetime.min
 
+    def same_report(self, report: Report, payload: Mapping[str, Any]) -> Callable[[Any], bool]:
+        """Which stored payloads make this report a duplicate.
+
+        The reference's rule: an equal payload. And one failure is one failure whoever saw
+        it: a detector's failure report and any other failure report of the host (a
+        monitor's, another detector's) are the same failure, whatever their payloads.
+        """
+
+        def same(stored: Any) -> bool:
+            if stored == payload:
+                return True
+            if not report.is_failure:
+                return False
+            other = Report.of(report.type, stored)
+            return other.is_failure and (report.detector is not None or other.detector is not None)
+
+        return same
+
     def supersedes_unknown(self, report: Report) -> bool:
         """A NORMAL report ends the host's held UNKNOWN ones (it does what they waited for)."""
         return self.hold_unknown and report.host_status == "NORMAL"
@@ -168,7 +203,8 @@ class Rules:
         The hosts counted are those with a failure report generated within the window before
         this one (any status: a recovered host still failed), this host included.
         """
-        if self.hold_unknown and report.host_status == "UNKNOWN":
+        # A detector's report says UNKNOWN by nature: the verdict judges it, not this guard.
+        if self.hold_unknown and report.host_status == "UNKNOWN" and report.detector is None:
             return holds.REASON_UNKNOWN
         if not report.is_failure:
             return None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from oslo_db import exception as db_exc
@@ -13,7 +13,8 @@ from oslo_utils import timeutils, uuidutils
 from sqlalchemy import orm
 
 from masakari import exception, metrics
-from masakari.db import failures, guards, holds, mass_failure, progress
+from masakari.db import evidence as evidence_db
+from masakari.db import failures, fencing, guards, holds, mass_failure, progress
 from masakari.db import hosts as hosts_db
 from masakari.db import notifications as notifications_db
 from masakari.db.database import Database, RetryPolicy, transaction
@@ -83,26 +84,68 @@ def create(db: Database, data: Mapping[str, Any], rules: Rules = Rules()) -> Not
     return record(db, data, rules)[0]
 
 
+# Called first in the transaction that records a report; raises to refuse it (the detector's
+# lease, masakari.detection: a detector that lost it records nothing).
+Fence = Callable[[orm.Session], None]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Duplicate:
+    """A duplicate whose evidence was kept with the notification it duplicates."""
+
+    notification_uuid: str
+
+
 def record(
-    db: Database, data: Mapping[str, Any], rules: Rules = Rules()
+    db: Database,
+    data: Mapping[str, Any],
+    rules: Rules = Rules(),
+    *,
+    fence: Fence | None = None,
+    hold: str | None = None,
+    evidence: Sequence[evidence_db.Evidence] = (),
 ) -> tuple[Notification, str | None]:
     """Record a notification in status new, or refuse it; with why it is held, if it is.
 
     400 when the host is unknown, 409 when it is on maintenance, 409 when a notification of
     the same type and host with an equal payload (any status) was generated no earlier than
-    ``rules.duplicate_window`` seconds before this one. N identical concurrent requests,
-    through any number of API processes and database nodes, give exactly one 202.
+    ``rules.duplicate_window`` seconds before this one; a failure report of the failure
+    detector and any other failure report of the host are equal (``Rules.same_report``).
+    N identical concurrent requests, through any number of API processes and database
+    nodes, give exactly one 202.
+
+    ``hold``: a reason to hold the report for when no guard holds it (the detector's
+    breaker). ``evidence``: more signals to keep with the report (the detector's view of
+    Nova). With ``rules.evidence`` the report itself is kept as evidence, also when it is a
+    duplicate of another source's report of the same failure: then with the notification
+    it duplicates, before the 409.
     """
     generated_time = to_utc(data["generated_time"])
+
+    def attempt(session: orm.Session) -> tuple[Notification, str | None] | _Duplicate:
+        if fence is not None:
+            fence(session)
+        return _record(session, data, generated_time, rules, hold, evidence)
+
     try:
-        row, reason = transaction(
-            db, lambda session: _record(session, data, generated_time, rules), policy=INTAKE_RACES
-        )
+        outcome = transaction(db, attempt, policy=INTAKE_RACES)
     except (db_exc.DBDeadlock, db_exc.DBDuplicateEntry) as exc:
         raise NotificationRaceLost(host=data["hostname"], type=data["type"]) from exc
+    if isinstance(outcome, _Duplicate):
+        LOG.info(
+            "Notification from host %s of type %s is the failure of notification %s: kept as "
+            "its evidence.",
+            data["hostname"],
+            data["type"],
+            outcome.notification_uuid,
+        )
+        raise exception.DuplicateNotification(
+            message=DUPLICATE_MESSAGE % {"host": data["hostname"], "type": data["type"]}
+        )
+    row, reason = outcome
     if reason is not None:
-        # The one place a hold is decided: counted here, after the commit.
-        metrics.notification_held(holds.METRIC_REASONS.get(reason, "other"))
+        # The one place an intake hold is decided: counted here, after the commit.
+        metrics.notification_held(holds.metric_reason(reason))
         LOG.warning(
             "Notification %s from host %s is held (%s): release or cancel it.",
             row.notification_uuid,
@@ -117,7 +160,9 @@ def _record(
     data: Mapping[str, Any],
     generated_time: datetime.datetime,
     rules: Rules,
-) -> tuple[Notification, str | None]:
+    hold: str | None = None,
+    evidence: Sequence[evidence_db.Evidence] = (),
+) -> tuple[Notification, str | None] | _Duplicate:
     """One attempt: the checks and the insert in one transaction that holds the host's guard.
 
     The row lock on the host serialises requests on one server only (a Galera node does
@@ -136,7 +181,15 @@ def _record(
             message=MAINTENANCE_MESSAGE % {"host": data["hostname"], "type": data["type"]}
         )
     since = rules.duplicates_since(generated_time)
-    if notifications_db.has_duplicate(session, data["type"], host.uuid, data["payload"], since):
+    same = rules.same_report(report, data["payload"])
+    duplicate = notifications_db.find_duplicate(session, data["type"], host.uuid, since, same)
+    if duplicate is not None:
+        notification_uuid, stored = duplicate
+        other = Report.of(data["type"], stored)
+        if rules.evidence and report.is_failure and other.source != report.source:
+            kept = [_report_evidence(report, generated_time), *evidence]
+            evidence_db.add(session, notification_uuid, kept)
+            return _Duplicate(notification_uuid)
         raise exception.DuplicateNotification(
             message=DUPLICATE_MESSAGE % {"host": data["hostname"], "type": data["type"]}
         )
@@ -148,6 +201,10 @@ def _record(
         failover_segment_uuid=host.failover_segment_id,
         payload=data["payload"],
     )
+    if rules.evidence and report.is_failure:
+        evidence_db.add(
+            session, row.notification_uuid, [_report_evidence(report, generated_time), *evidence]
+        )
     if rules.supersedes_unknown(report):
         _supersede_unknown(session, host.uuid, row.notification_uuid)
 
@@ -158,9 +215,22 @@ def _record(
     reason = rules.hold_reason(
         report, host.uuid, host.failover_segment_id, generated_time, count_failures
     )
+    if reason is None and hold is not None and report.is_failure:
+        reason = hold
     if reason is not None:
         holds.hold(session, row.notification_uuid, reason)
     return row, reason
+
+
+def _report_evidence(report: Report, generated_time: datetime.datetime) -> evidence_db.Evidence:
+    return evidence_db.Evidence(
+        kind=evidence_db.REPORT,
+        source=report.source,
+        failed=True,
+        detail=f"{report.type} {report.event}, host_status {report.host_status or '(none)'}",
+        observed_at=generated_time,
+        value=report.host_status or None,
+    )
 
 
 def _supersede_unknown(session: Any, host_uuid: str, notification_uuid: str) -> None:
@@ -234,6 +304,12 @@ def get(db: Database, notification_uuid: str) -> Row:
         return notifications_db.read(session, notification_uuid)
 
 
+def fence_attempts(db: Database, notification_uuid: str) -> list[fencing.Attempt]:
+    """The host fencing attempts of a notification, oldest first (API 1.6)."""
+    with db.reader() as session:
+        return fencing.attempts(session, notification_uuid)
+
+
 def get_with_details(
     db: Database, notification_uuid: str, failure_message: bool = False
 ) -> tuple[Row, list[dict[str, Any]]]:
@@ -251,3 +327,9 @@ def get_with_details(
         if failure_message and failed_task.failed(row.status):
             details = failed_task.with_reason(details, failures.get(session, notification_uuid))
         return row, details
+
+
+def evidence(db: Database, notification_uuid: str) -> list[evidence_db.Evidence]:
+    """What a host failure was judged on (API 1.7, notification show)."""
+    with db.reader() as session:
+        return evidence_db.of(session, notification_uuid)

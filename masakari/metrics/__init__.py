@@ -19,6 +19,9 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
+# A BMC answers in tens of milliseconds to seconds; a confirmation polls up to
+# [fencing] confirm_timeout (30 s by default), a kdump entry waits its own time.
+FENCE_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, float("inf"))
 # Recoveries take seconds (a restarted VM) to an hour (a host of many instances).
 RECOVERY_BUCKETS = (1, 5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600, float("inf"))
 # Nova answers in milliseconds, or after its timeout (nova_api_timeout, 60 s by default).
@@ -44,6 +47,9 @@ class Instruments:
     capacity_shortfalls: Counter
     left_behind: Counter
     notifications_held: Counter
+    fence_attempts: Counter
+    fence_failures: Counter
+    fence_duration: Histogram
 
 
 def multiprocess() -> bool:
@@ -157,6 +163,27 @@ def _create() -> Instruments:
             ["reason"],
             registry=registry,
         ),
+        fence_attempts=Counter(
+            "masakari_fence_attempts",
+            "Host fencing calls an engine made (power off, the status reads that confirm it, "
+            "power on, a kdump wait, an operator's release), by driver type, action and "
+            "result.",
+            ["driver", "action", "result"],
+            registry=registry,
+        ),
+        fence_failures=Counter(
+            "masakari_fence_failures",
+            "Host failures no fencing driver proved dead: held for an operator.",
+            registry=registry,
+        ),
+        fence_duration=Histogram(
+            "masakari_fence_duration_seconds",
+            "How long each host fencing call took, by driver type and action (a status "
+            "confirmation: from its first read to its last).",
+            ["driver", "action"],
+            buckets=FENCE_BUCKETS,
+            registry=registry,
+        ),
     )
 
 
@@ -198,8 +225,21 @@ def capacity_shortfall(target: str, left_behind: int) -> None:
 
 
 def notification_held(reason: str) -> None:
-    """``reason``: a label value of :data:`masakari.db.holds.METRIC_REASONS`."""
+    """``reason``: a label value of :data:`masakari.db.holds.METRIC_REASONS` (the API's
+    intake guards, and the engines' holds of hosts host fencing did not prove dead)."""
     instruments().notifications_held.labels(reason).inc()
+
+
+def fence_attempt(driver: str, action: str, result: str, seconds: float | None) -> None:
+    """``driver``: the driver's type (ipmi, redfish, agent, kdump; operator for a release)."""
+    made = instruments()
+    made.fence_attempts.labels(driver, action, result).inc()
+    if seconds is not None:
+        made.fence_duration.labels(driver, action).observe(max(seconds, 0.0))
+
+
+def fence_failed() -> None:
+    instruments().fence_failures.inc()
 
 
 @contextlib.contextmanager

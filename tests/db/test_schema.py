@@ -36,6 +36,11 @@ PROJECT_TABLES = (
     "masakari_notification_failures",
     "masakari_engine_heartbeats",
     "masakari_evacuation_slots",
+    "masakari_fence_attempts",
+    "masakari_kdump_messages",
+    "masakari_fence_checks",
+    "masakari_detector_leases",
+    "masakari_failure_evidence",
 )
 # The project's indexes on the reference's tables (migration d4e6f8a0b2c4): name -> table.
 PROJECT_INDEXES = {

@@ -11,6 +11,7 @@ Usage::
         nova = sim.client()                  # a NovaClient with a keystone session
         sim.power_off("compute-1")
         sim.clock.advance(61)                # past service_down_time: state "down"
+        sim.tie_power("compute-2", bmc)      # a fake BMC's power off powers the host off
         sim.fail(500, method="POST", action="evacuate", times=1)
         sim.nova_calls()                     # what the client sent, golden-shaped
 
@@ -32,9 +33,10 @@ import struct
 import sys
 import threading
 import uuid
+import zlib
 from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from keystoneauth1 import session as ks_session
@@ -101,9 +103,29 @@ _DEFAULT_MESSAGES = {
 # fake clock of tests/support/clock.py with it (re-exported here for the older imports).
 
 
+class PowerSource(Protocol):
+    """A fake BMC (tests.support.ipmi_bmc.FakeBMC, tests.support.redfish_bmc.RedfishBMC)."""
+
+    def on_power_change(self, callback: Callable[[str], None]) -> None: ...
+
+
 def _epoch(moment: datetime.datetime) -> float:
-    """Seconds since 1970 of a naive UTC time, as the clocks' now() answers it."""
+    """Seconds since 1970 of a naive UTC time, as the engine's clocks answer now()."""
     return moment.replace(tzinfo=datetime.UTC).timestamp()
+
+
+class EpochClock:
+    """The simulator's view of its clock (an engine clock: wall time, or the tests' fake clock
+    shared with the code under test): now() in seconds since 1970; advance() moves the fake."""
+
+    def __init__(self, source: Clock) -> None:
+        self.source = source
+
+    def now(self) -> float:
+        return _epoch(self.source.now())
+
+    def advance(self, seconds: float) -> None:
+        self.source.advance(seconds)  # type: ignore[attr-defined]  # the fake clock's
 
 
 def _iso(epoch: float) -> str:
@@ -365,8 +387,13 @@ class NovaSimulator:
         evacuation_limit: int | None = None,
         backlog: int | None = None,
         max_connections: int | None = None,
+        report_interval: float = 0.0,
     ) -> None:
-        self.clock: Clock = clock or Clock()
+        self.clock = EpochClock(clock or Clock())
+        # Nova's [DEFAULT] report_interval: a running nova-compute writes its heartbeat
+        # (the service's updated_at) every this many seconds, each service at its own phase.
+        # 0: continuously (updated_at is always now).
+        self.report_interval = report_interval
         # The listen backlog, and how many connections are served at once (more wait in the
         # backlog, and beyond it are dropped by the kernel); an idle keep-alive connection is
         # then closed after IDLE_TIMEOUT, as a real API server does. None: no limit.
@@ -406,6 +433,9 @@ class NovaSimulator:
         # More services of the token's catalog, {service type: URL}: for example masakari's
         # own "instance-ha" endpoint, which the openstack clients look up there.
         self.catalog_extra: dict[str, str] = {}
+        # Catalog URLs to announce instead of the simulator's own, {service type: URL}: a
+        # test puts a proxy in front of Nova (``{"compute": proxy + COMPUTE_PREFIX}``).
+        self.catalog_overrides: dict[str, str] = {}
         self.tokens: dict[str, dict[str, Any]] = {
             ADMIN_TOKEN: _token_info("admin", "admin", ADMIN_PROJECT_ID, ["admin", "member"]),
             MEMBER_TOKEN: _token_info("demo", "demo", MEMBER_PROJECT_ID, ["member", "reader"]),
@@ -419,8 +449,8 @@ class NovaSimulator:
         self._thread: threading.Thread | None = None
 
     def now(self) -> float:
-        """The simulator's time, in seconds since 1970 (its clock's now())."""
-        return _epoch(self.clock.now())
+        """The simulator's time, in seconds since 1970 (that of Call.time, arrivals …)."""
+        return self.clock.now()
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -539,7 +569,7 @@ class NovaSimulator:
         A nova-compute service gets a Placement resource provider sized ``vcpus``,
         ``memory_mb`` and ``disk_gb`` (unlimited where not given).
         """
-        now = self.now()
+        now = self.clock.now()
         alive = state == "up"
         svc = Service(
             id=id or str(uuid.uuid5(uuid.NAMESPACE_URL, f"nova-sim:service:{host}:{binary}")),
@@ -689,14 +719,49 @@ class NovaSimulator:
         with self.lock:
             for s in self.services:
                 if s.host == host and s.alive:
-                    s.alive, s.last_heartbeat = False, self.now()
+                    s.alive, s.last_heartbeat = False, self._last_beat(s)
+
+    def stale(self, host: str, age: float) -> None:
+        """The host's services stopped heartbeating ``age`` seconds ago (a dead host seen
+        ``age`` seconds late): updated_at is that old, and the state is down once it is
+        older than service_down_time."""
+        with self.lock:
+            for s in self.services:
+                if s.host == host:
+                    s.alive, s.last_heartbeat = False, self.clock.now() - age
+
+    def heartbeat_age(self, host: str) -> float:
+        """Seconds since the host's nova-compute last wrote its heartbeat."""
+        with self.lock:
+            svc = self._service_on(host) or _missing(host)
+            seen = self._last_beat(svc) if svc.alive else svc.last_heartbeat
+            return self.clock.now() - seen
+
+    def _last_beat(self, s: Service) -> float:
+        """When a running service last wrote its heartbeat (lock held)."""
+        now = self.clock.now()
+        if self.report_interval <= 0:
+            return now
+        # A phase per service, so that the hosts do not all beat at the same instant.
+        phase = (zlib.crc32(s.id.encode()) % 1000) / 1000 * self.report_interval
+        return now - ((now - phase) % self.report_interval)
 
     def power_on(self, host: str) -> None:
         with self.lock:
             for s in self.services:
                 if s.host == host:
-                    s.alive, s.last_heartbeat = True, self.now()
+                    s.alive, s.last_heartbeat = True, self.clock.now()
             self._tick()
+
+    def tie_power(self, host: str, bmc: PowerSource) -> None:
+        """From now on ``host`` follows its BMC's power: powered off (by a fence or by the
+        test), it stops heartbeating and its nova-compute goes down after
+        service_down_time, as Nova sees a dead host; powered on, it heartbeats again (up)."""
+
+        def follow(state: str) -> None:
+            (self.power_on if state == "on" else self.power_off)(host)
+
+        bmc.on_power_change(follow)
 
     def service_state(self, s: Service) -> str:
         """Nova's servicegroup rule: down when forced, or when the last heartbeat is older
@@ -705,7 +770,7 @@ class NovaSimulator:
             return "down"
         if s.alive:
             return "up"
-        return "down" if self.now() - s.last_heartbeat > self.service_down_time else "up"
+        return "down" if self.clock.now() - s.last_heartbeat > self.service_down_time else "up"
 
     def service(self, host: str, binary: str = "nova-compute") -> dict[str, Any]:
         with self.lock:
@@ -921,7 +986,7 @@ class NovaSimulator:
         """Completes the evacuations that are due and whose destination runs, in the order of
         their ends, starting queued ones as Nova slots free up (lock held). Runs on every
         request: the times are the exact ones whenever it runs."""
-        now = self.now()
+        now = self.clock.now()
         done: set[int] = set()
         while True:
             self._start_queued(now)
@@ -963,7 +1028,7 @@ class NovaSimulator:
         duration = self._rng.uniform(*self._delay)
         self.evacuations_accepted[server] = self.evacuations_accepted.get(server, 0) + 1
         self.evacuations.append(Evacuation(None, server, dest, duration))
-        self._start_queued(self.now())
+        self._start_queued(self.clock.now())
         self.max_evacuations_in_flight = max(self.max_evacuations_in_flight, len(self.evacuations))
 
     # --- lookups and views (lock held) -----------------------------------------------------
@@ -988,7 +1053,7 @@ class NovaSimulator:
         raise NovaFault(404, f"Aggregate {aid} could not be found.")
 
     def _service_view(self, s: Service) -> dict[str, Any]:
-        seen = self.now() if s.alive else s.last_heartbeat
+        seen = self._last_beat(s) if s.alive else s.last_heartbeat
         return {
             "id": s.id,
             "binary": s.binary,
@@ -1096,7 +1161,9 @@ class NovaSimulator:
                         "id": "compute",
                         "type": "compute",
                         "name": "nova",
-                        "endpoints": endpoints(self.compute_url),
+                        "endpoints": endpoints(
+                            self.catalog_overrides.get("compute", self.compute_url)
+                        ),
                     },
                     {
                         "id": "placement",
@@ -1565,7 +1632,7 @@ def _handler_for(sim: NovaSimulator) -> type[BaseHTTPRequestHandler]:
             with sim.lock:
                 call = Call(
                     len(sim.calls) + 1,
-                    sim.now(),
+                    sim.clock.now(),
                     self.command,
                     rel,
                     sorted([k, v] for k, v in query),

@@ -216,3 +216,82 @@ def test_notification_release_and_cancel(conf_file: str, capsys) -> None:
         assert notifications_api.extras(db, held).hold_reasons == {}
     finally:
         db.dispose()
+
+
+def test_notification_show_prints_and_draws_the_evidence(conf_file: str, tmp_path, capsys) -> None:
+    from masakari import conf as masakari_conf
+    from masakari.db import evidence, holds
+    from masakari.ha import hosts as hosts_api
+    from masakari.ha import notifications as notifications_api
+    from masakari.ha import segments as segments_api
+
+    assert run(capsys, "--config-file", conf_file, "db", "sync")[0] == 0
+    db = Database.from_conf(masakari_conf.load(["--config-file", conf_file]))
+    try:
+        seg = segments_api.create(
+            db, {"name": "s", "recovery_method": "auto", "service_type": "compute"}
+        ).uuid
+        hosts_api.create(
+            db,
+            lambda _: None,
+            seg,
+            {"name": "compute-1", "type": "COMPUTE", "control_attributes": "ssh"},
+        )
+        report = {
+            "type": "COMPUTE_HOST",
+            "hostname": "compute-1",
+            "generated_time": "2026-06-01T10:00:00",
+            "payload": {
+                "event": "STOPPED",
+                "host_status": "UNKNOWN",
+                "detector": "nova-services",
+                "detector_engine": "ctl-1:1:ab",
+            },
+        }
+        seen = evidence.Evidence(
+            "nova",
+            "engine ctl-1:1:ab",
+            True,
+            "nova-compute down, heartbeat 41 s old (grace 30 s)",
+            datetime.datetime(2026, 6, 1, 10, 0, 0),
+            "down",
+        )
+        rules = notifications_api.Rules(evidence=True)
+        row, _ = notifications_api.record(db, report, rules, evidence=[seen])
+        nid = row.notification_uuid
+        reason = "verdict: monitor: no monitor's report of the failure within 120 s"
+        with db.writer() as s:
+            evidence.add(
+                s,
+                nid,
+                [
+                    evidence.Evidence(
+                        "verdict",
+                        "rule monitor",
+                        False,
+                        reason[18:],
+                        datetime.datetime(2026, 6, 1, 10, 2),
+                    )
+                ],
+            )
+            holds.hold(s, nid, reason)
+    finally:
+        db.dispose()
+    page = tmp_path / "timeline.html"
+    code, out, _ = run(
+        capsys, "--config-file", conf_file, "notification", "show", nid, "--html", str(page)
+    )
+    assert code == 0
+    assert f"held: {reason}" in out
+    lines = out[out.index("evidence:") : out.index("tasks:")].splitlines()
+    assert lines[1].split() == ["time", "kind", "source", "says", "detail"]
+    columns = [[c.strip() for c in line.strip().split("  ") if c] for line in lines[2:5]]
+    assert [c[1:4] for c in columns] == [
+        ["report", "detector nova-services", "says failed"],
+        ["nova", "engine ctl-1:1:ab", "says failed"],
+        ["verdict", "rule monitor", "not confirmed"],
+    ]
+    assert columns[2][4] == "no monitor's report of the failure within 120 s"
+    html = page.read_text()
+    assert html.count('class="bar evidence"') == 3
+    assert 'data-result="not confirmed"' in html and "<dt>held</dt>" in html

@@ -75,6 +75,20 @@ PROJECT_ONLY = {
     ("fencing", "power_on_after_recovery"): ("boolean value", False, None),
     ("fencing", "kdump_listen"): ("string value", None, None),
     ("fencing", "kdump_max_age"): ("integer value", 600, 1),
+    ("fencing", "check_interval"): ("integer value", 300, 0),
+    ("detection", "enabled"): ("boolean value", False, None),
+    ("detection", "poll_interval"): ("floating point value", 10.0, 0.1),
+    ("detection", "grace_period"): ("floating point value", 30.0, 0.1),
+    ("detection", "down_polls"): ("integer value", 1, 1),
+    ("detection", "breaker_percent"): ("integer value", 50, 1),
+    ("detection", "breaker_min_hosts"): ("integer value", 3, 1),
+    ("detection", "breaker_action"): ("string value", "hold", None),
+    ("detection", "storm_cooldown"): ("integer value", 600, 0),
+    ("detection", "cliff_percent"): ("integer value", 20, 0),
+    ("detection", "cliff_polls"): ("integer value", 3, 1),
+    ("detection", "max_reports_per_poll"): ("integer value", 5, 0),
+    ("verdict", "rule"): ("string value", "monitor", None),
+    ("verdict", "wait"): ("floating point value", 120.0, 0),
 }
 
 # Defaults that depend on the machine; config-options.json holds the

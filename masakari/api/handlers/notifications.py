@@ -60,14 +60,22 @@ def _view(req: ApiRequest, row: Any, details: list[dict[str, Any]] | None = None
 
 def show(req: ApiRequest) -> Reply:
     """GET /v1/notifications/{id}: 200; from 1.1 with recovery_workflow_details, from 1.4
-    the failed task's last message says why the recovery failed."""
+    the failed task's last message says why the recovery failed, from 1.6 with the host
+    fencing attempts (``fencing``), from 1.7 with the evidence (lists carry neither)."""
     req.can(policies.DETAIL)
     notification_uuid = req.route_args["id"]
     if req.at_least("1.1"):
         row, details = notifications_api.get_with_details(
             req.state.db, notification_uuid, failure_message=req.at_least("1.4")
         )
-        return ok(_view(req, row, details))
+        body = _view(req, row, details)
+        if req.at_least("1.6"):
+            attempts = notifications_api.fence_attempts(req.state.db, notification_uuid)
+            body["notification"]["fencing"] = [views.fence_attempt(a) for a in attempts]
+        if req.at_least("1.7"):
+            found = notifications_api.evidence(req.state.db, notification_uuid)
+            body["notification"]["evidence"] = [views.evidence(item) for item in found]
+        return ok(body)
     return ok(
         {"notification": views.notification(notifications_api.get(req.state.db, notification_uuid))}
     )

@@ -51,7 +51,7 @@ def recover(run: RunContext, flows: FlowTasks, notification: NotificationData) -
     )
     kind, host_uuid, text = notification.type, notification.source_host_uuid, notification.payload
     if kind == "COMPUTE_HOST":
-        status = host.handle(run, flows, kind, host_uuid, text)
+        status = host.handle(run, flows, kind, host_uuid, text, notification.generated_time)
     elif kind == "PROCESS":
         status = process.handle(run, flows, kind, host_uuid, text)
     elif kind == "VM":

@@ -39,7 +39,9 @@ class Store:
     VM flow, ``process_name`` and ``host_name`` in the process flow. ``vmove_ids`` and
     ``ha_instance_ids`` are what the prepare task hands to the evacuation task, with the
     ``selection`` they come from (masakari.engine.selection: its order is the evacuation
-    order); ``extra`` is for third-party tasks.
+    order); ``host_fenced`` says host fencing proved the host dead (or an operator said
+    so by releasing its hold): the service is then forced down without the wait.
+    ``extra`` is for third-party tasks.
     """
 
     notification_uuid: str
@@ -51,6 +53,7 @@ class Store:
     vmove_ids: list[int] | None = None
     ha_instance_ids: set[str] | None = None
     selection: Selection | None = None
+    host_fenced: bool = False
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 

@@ -25,15 +25,20 @@ def _text(value: Any) -> str | None:
 
 @dataclasses.dataclass(frozen=True)
 class HostPayload:
-    """COMPUTE_HOST: ``event`` STARTED/STOPPED, ``host_status`` (NORMAL: fenced off)."""
+    """COMPUTE_HOST: ``event`` STARTED/STOPPED, ``host_status`` (NORMAL: fenced off);
+    ``detector``: the failure detector that made the report (masakari.detection), None for a
+    monitor's."""
 
     event: str | None
     host_status: str | None
+    detector: str | None = None
 
     @classmethod
     def parse(cls, text: str | None) -> HostPayload:
         raw = _decode(text)
-        return cls(_text(raw.get("event")), _text(raw.get("host_status")))
+        return cls(
+            _text(raw.get("event")), _text(raw.get("host_status")), _text(raw.get("detector"))
+        )
 
 
 @dataclasses.dataclass(frozen=True)

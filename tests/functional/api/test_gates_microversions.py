@@ -1,4 +1,4 @@
-"""The 1.4 and 1.5 surface exists only up to [DEFAULT] api_max_microversion.
+"""The 1.4, 1.5, 1.6 and 1.7 surface exists only up to [DEFAULT] api_max_microversion.
 
 docs/api.md: the served range is 1.0 to api_max_microversion (1.3 by default), ``latest`` is
 that maximum, a version above it is a 406 -- except on a route a microversion added, which
@@ -20,9 +20,9 @@ import pytest
 from masakari.api import microversion
 from tests.functional.api.support import Deployment, host_body, segment_body
 
-CONFIGURED = ("1.3", "1.4", "1.5")
+CONFIGURED = ("1.3", "1.4", "1.5", "1.6", "1.7")
 # None: no header (1.0).
-REQUESTED = (None, "1.0", "1.3", "1.4", "1.5", "latest")
+REQUESTED = (None, "1.0", "1.3", "1.4", "1.5", "1.6", "1.7", "latest")
 UNKNOWN = "00000000-0000-4000-8000-000000000000"
 
 
@@ -57,6 +57,8 @@ def served(request: Any) -> Iterator[Served]:
     options = {
         "DEFAULT": {"api_max_microversion": configured},
         "guards": {"hold_unknown_host_reports": "true"},
+        # Reports are judged, and kept as evidence: what 1.7 shows.
+        "verdict": {"rule": "any_two"},
     }
     with Deployment(options) as dep:
         seg = dep.request("POST", "/v1/segments", segment_body("gates")).json["segment"]["uuid"]
@@ -117,7 +119,7 @@ def test_the_routes_of_1_5(served: Served, requested: str | None, route: str) ->
     if _at_least(version, "1.5"):
         assert r.status_int == 200, r.text
         assert route in r.json
-        assert r.headers["OpenStack-API-Version"] == "instance-ha 1.5"
+        assert r.headers["OpenStack-API-Version"] == f"instance-ha {version}"
     else:
         # Absent at every other version, a version above the maximum included.
         assert _is_unknown_path(r), (r.status, r.text)
@@ -148,9 +150,46 @@ def test_the_fields_of_1_4(served: Served, requested: str | None) -> None:
     assert len(by_status.json["notifications"]) == (0 if _at_least(version, "1.4") else 1)
 
 
+@pytest.mark.parametrize("requested", REQUESTED)
+def test_the_fencing_of_1_6_in_show_only(served: Served, requested: str | None) -> None:
+    version = _effective(served.configured, requested)
+    if version is None:
+        return  # the 406 is test_the_fields_of_1_4's
+    dep, held = served.dep, served.held
+    shown = dep.request("GET", f"/v1/notifications/{held}", version=requested)
+    (row,) = dep.request("GET", "/v1/notifications", version=requested).json["notifications"]
+    # No fencing configured: an empty list, and lists never carry it.
+    assert shown.json["notification"].get("fencing") == ([] if _at_least(version, "1.6") else None)
+    assert "fencing" not in row
+
+
 def test_the_version_documents_name_the_configured_maximum(served: Served) -> None:
     dep = served.dep
     assert dep.request("GET", "/v1").json["version"]["version"] == served.configured
     assert dep.request("GET", "/").json["versions"][0]["version"] == served.configured
     r = dep.request("GET", "/v1/segments", version="latest")
     assert r.headers["OpenStack-API-Version"] == f"instance-ha {served.configured}"
+
+
+@pytest.mark.parametrize("requested", REQUESTED)
+def test_the_evidence_of_1_7(served: Served, requested: str | None) -> None:
+    version = _effective(served.configured, requested)
+    dep, held = served.dep, served.held
+    shown = dep.request("GET", f"/v1/notifications/{held}", version=requested)
+    if version is None:
+        assert _is_406(shown, served, requested)
+        return
+    (row,) = dep.request("GET", "/v1/notifications", version=requested).json["notifications"]
+    assert "evidence" not in row, "a list shows no evidence"
+    if _at_least(version, "1.7"):
+        (report,) = shown.json["notification"]["evidence"]
+        assert report == {
+            "kind": "report",
+            "source": "monitor",
+            "failed": True,
+            "value": "UNKNOWN",
+            "detail": "COMPUTE_HOST STOPPED, host_status UNKNOWN",
+            "observed_at": report["observed_at"],
+        }
+    else:
+        assert "evidence" not in shown.json["notification"]

@@ -22,6 +22,7 @@ DATA_FILES = {
     "policy.yaml.sample": ETC / "policy.yaml.sample",
     "masakari-policy-generator.conf": ETC / "masakari-policy-generator.conf",
     "masakari.conf.recommended": ETC / "masakari.conf.recommended",
+    "fencing.yaml.sample": ETC / "fencing.yaml.sample",
 }
 PACKAGE_DATA = ("masakari/api/api-paste.ini", "masakari/db/migrations/script.py.mako")
 NOT_SOURCES = (".git", ".venv", ".ref-venv", "build", "state", "*.egg-info", "__pycache__")

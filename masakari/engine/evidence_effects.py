@@ -1,0 +1,48 @@
+"""A run's evidence of a host failure (masakari.db.evidence) and the hold its verdict may end
+in; the verdict's part of :class:`masakari.engine.effects.Effects`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+from sqlalchemy import orm
+
+from masakari.db import claims, holds
+from masakari.db import evidence as evidence_db
+from masakari.engine.lease import Lease, LeaseLost
+
+T = TypeVar("T")
+
+
+class EvidenceChanges:
+    lease: Lease
+    notification_uuid: str
+
+    def _write(self, fn: Callable[[orm.Session], T]) -> T:
+        raise NotImplementedError
+
+    def _read(self, fn: Callable[[orm.Session], T]) -> T:
+        raise NotImplementedError
+
+    def evidence(self) -> list[evidence_db.Evidence]:
+        return self._read(lambda s: evidence_db.of(s, self.notification_uuid))
+
+    def record_evidence(self, items: Sequence[evidence_db.Evidence]) -> None:
+        self._write(lambda s: evidence_db.add(s, self.notification_uuid, items))
+
+    def hold_unconfirmed(self, reason: str, items: Sequence[evidence_db.Evidence]) -> None:
+        """The verdict's evidence, the hold and the claim given up, in one fenced
+        transaction: no engine ever sees the notification new and unheld. The run must end
+        then (raise :class:`~masakari.engine.errors.Held`)."""
+
+        def held(session: orm.Session) -> None:
+            evidence_db.add(session, self.notification_uuid, items)
+            holds.hold_again(session, self.notification_uuid, reason)
+            if not claims.give_up(
+                session, self.notification_uuid, self.lease.owner, self.lease.token
+            ):
+                raise LeaseLost()
+
+        self._write(held)
+        self.lease.lose()

@@ -1,0 +1,291 @@
+"""Host fencing: prove a failed host dead before anything of it is evacuated.
+
+``FenceHostTask`` runs once per notification, ahead of the host-failure flow(s) (an
+attempt of its own in recovery_workflow_details, so that the auto_priority and rh_priority
+fallbacks do not fence twice). It tries the host's drivers in the fencing file's order: a
+power driver powers the host off, then its state is read every ``confirm_interval`` until
+it reads Off, up to ``confirm_timeout``; a kdump entry passes when a crash message from the
+host's address arrived within ``kdump_max_age`` before the report (waiting up to the
+entry's ``wait``). The first success proves the host dead. When none does, the notification
+is held for an operator (:class:`~masakari.engine.errors.Held`).
+
+What was done before is read first: an engine taking the recovery over (or the periodic
+retry) does not fence a host already proven dead, and reads the state back before it sends
+a power off again; an operator's release of the hold is their word that the host is dead.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+from typing import NoReturn
+
+from masakari import metrics
+from masakari.db import fencing as evidence
+from masakari.db import holds
+from masakari.engine import progress as states
+from masakari.engine.context import Cancelled, RunContext
+from masakari.engine.errors import Held
+from masakari.engine.fence_effects import Attempt
+from masakari.engine.fencing import FencedHost, HostFencing
+from masakari.engine.progress import FlowProgress
+from masakari.engine.recovery.flow import Store, TaskContext
+from masakari.fencing import kdump
+from masakari.fencing.base import KDUMP, DriverSpec, FenceError
+
+LOG = logging.getLogger(__name__)
+
+TASK_NAME = "FenceHostTask"
+# The operator's release, as the evidence names it.
+OPERATOR = "operator"
+
+
+def fence_first(
+    run: RunContext, store: Store, host: FencedHost, reported_at: datetime.datetime | None
+) -> None:
+    """The fence step of a COMPUTE_HOST failure; sets ``store.host_fenced`` when proven.
+
+    Raises Held (the notification is held, the claim given up) when the host could not be
+    proven dead; anything unexpected fails the recovery (nothing is evacuated).
+    """
+    fencing = run.fencing
+    if fencing is None:
+        return
+    step = FlowProgress(run).task(0, TASK_NAME)
+    run.check()
+    step.set_state(states.RUNNING)
+    ctx = TaskContext(run, store, step)
+    try:
+        _fence(ctx, fencing, host, reported_at)
+    except (Cancelled, Held):
+        raise
+    except Exception:
+        step.set_state(states.FAILURE)
+        raise
+    step.set_state(states.SUCCESS)
+
+
+def _fence(
+    ctx: TaskContext,
+    fencing: HostFencing,
+    fenced: FencedHost,
+    reported_at: datetime.datetime | None,
+) -> None:
+    host = fenced.name
+    effects = ctx.effects
+    prior = effects.fence_attempts()
+    proof = next((a for a in prior if a.proves_dead), None)
+    if proof is not None:
+        ctx.update_details(
+            f"Host '{host}' was proven dead at {proof.started_at} ({proof.driver}: "
+            f"{proof.action} {proof.result}): not fenced again",
+            1.0,
+        )
+        ctx.store.host_fenced = True
+        return
+    released = effects.released_hold()
+    if holds.is_fence_reason(released):
+        _released(ctx, host, released or "")
+        return
+    specs = fencing.drivers_for(fenced)
+    if not specs:
+        if fencing.holds_unfenced:
+            _hold(ctx, holds.REASON_UNFENCED, f"No power fencing configured for host '{host}'")
+        ctx.update_details(
+            f"No power fencing configured for host '{host}': recovering on the monitor's report",
+            1.0,
+        )
+        return
+    if _read_back(ctx, fencing, fenced, prior):
+        return
+    since = (reported_at or ctx.run.clock.now()) - datetime.timedelta(seconds=fencing.kdump_max_age)
+    failures: list[str] = []
+    for position, spec in enumerate(specs):
+        ctx.run.check()
+        if spec.type == KDUMP:
+            why = _kdump(ctx, fencing, host, position, spec, since)
+        else:
+            why = _power_off(ctx, fencing, host, position, spec)
+        if why is None:
+            ctx.store.host_fenced = True
+            return
+        failures.append(f"{spec.describe()}: {why}")
+    metrics.fence_failed()
+    _hold(ctx, holds.REASON_FENCE_FAILED + "; ".join(failures), f"Host '{host}' not proven dead")
+
+
+def _released(ctx: TaskContext, host: str, reason: str) -> None:
+    """The operator released the hold: their word that the host is dead, recorded."""
+    now = ctx.run.clock.now()
+    ctx.effects.record_fence(
+        host,
+        -1,
+        OPERATOR,
+        evidence.RELEASE,
+        evidence.DEAD,
+        f"released by an operator (held: {reason})",
+        now,
+        None,
+        OPERATOR,
+    )
+    ctx.update_details(
+        f"Host '{host}' released by an operator, taken as dead (held: {reason}): not fenced",
+        1.0,
+    )
+    ctx.store.host_fenced = True
+
+
+def _read_back(
+    ctx: TaskContext, fencing: HostFencing, fenced: FencedHost, prior: list[Attempt]
+) -> bool:
+    """An earlier attempt sent a power off (or was confirming one) and no answer proved
+    it: read the state back before anything is sent again. True when it reads Off."""
+    sent = [
+        a
+        for a in prior
+        if a.action in (evidence.OFF, evidence.STATUS)
+        and a.result in (evidence.SENT, evidence.DONE)
+    ]
+    host = fenced.name
+    for attempt in reversed(sent):
+        spec = fencing.spec_at(fenced, attempt.position, attempt.driver)
+        if spec is None:
+            continue
+        ctx.update_details(
+            f"A power off of '{host}' by {attempt.driver} was sent by an earlier attempt: "
+            "reading its state back first",
+            0.1,
+        )
+        if ctx.effects.read_back(fencing.power_driver(spec), host, attempt.position):
+            ctx.update_details(f"Host '{host}' reads off ({spec.describe()})", 1.0)
+            ctx.store.host_fenced = True
+            return True
+        return False
+    return False
+
+
+def _power_off(
+    ctx: TaskContext, fencing: HostFencing, host: str, position: int, spec: DriverSpec
+) -> str | None:
+    """Power off through one driver and confirm; None once Off, else why not."""
+    name = spec.describe()
+    ctx.update_details(f"Powering off host '{host}' via {name}", 0.2)
+    try:
+        driver = fencing.power_driver(spec)
+        ctx.effects.power_off(driver, host, position)
+    except FenceError as exc:
+        ctx.update_details(f"Power off of '{host}' via {name} failed: {exc}", 0.3)
+        return f"power off: {exc}"
+    ctx.update_details(f"Power off of '{host}' sent via {name}: confirming", 0.5)
+    off = ctx.effects.confirm_off(
+        driver,
+        host,
+        position,
+        fencing.confirm_interval,
+        fencing.confirm_timeout,
+        ctx.run.sleep,
+    )
+    if off:
+        ctx.update_details(f"Host '{host}' is powered off ({name})", 1.0)
+        return None
+    ctx.update_details(
+        f"Host '{host}' did not read off within {fencing.confirm_timeout:g} s ({name})", 0.6
+    )
+    return f"not off within {fencing.confirm_timeout:g} s"
+
+
+def _kdump(
+    ctx: TaskContext,
+    fencing: HostFencing,
+    host: str,
+    position: int,
+    spec: DriverSpec,
+    since: datetime.datetime,
+) -> str | None:
+    """A crash message from the host's address since ``since``, waiting up to the entry's
+    ``wait``; None once found."""
+    address = spec.address or host
+    wait = float(spec.options.get("wait", 0) or 0)
+    ctx.update_details(f"Looking for a kdump message from '{address}' (up to {wait:g} s)", 0.2)
+    started_at = ctx.run.clock.now()
+    started = ctx.run.clock.monotonic()
+    try:
+        sources = kdump.resolve(address)
+    except OSError as exc:
+        # A name that no longer resolves: no message can be told to be the host's.
+        sources = set()
+        LOG.warning("kdump entry of %s: address %s does not resolve: %s", host, address, exc)
+    found = ctx.effects.crashed_since(sources, since)
+    while found is None and ctx.run.clock.monotonic() - started < wait:
+        ctx.run.sleep(min(fencing.confirm_interval, wait))
+        found = ctx.effects.crashed_since(sources, since)
+    seconds = ctx.run.clock.monotonic() - started
+    if found is not None:
+        message = f"crash message from {address} received at {found}"
+        result = evidence.CRASHED
+    else:
+        message = f"no crash message from {address} since {since} (waited {seconds:.1f} s)"
+        result = evidence.NO_MESSAGE
+    ctx.effects.record_fence(
+        host,
+        position,
+        spec.describe(),
+        evidence.KDUMP,
+        result,
+        message,
+        started_at,
+        seconds,
+        KDUMP,
+    )
+    if found is None:
+        ctx.update_details(f"No kdump message from '{address}'", 0.3)
+        return "no kdump message"
+    ctx.update_details(f"Host '{host}' crashed: {message}", 1.0)
+    return None
+
+
+def _hold(ctx: TaskContext, reason: str, what: str) -> NoReturn:
+    """Hold the notification for an operator, the task's last message in the same
+    transaction; the run ends (Held)."""
+    LOG.warning(
+        "Notification %s: %s: held (%s); release it once the host is known dead, or cancel it.",
+        ctx.run.notification_uuid,
+        what,
+        reason,
+    )
+    ctx.progress.update_with(
+        f"Held for an operator: {reason}",
+        1.0,
+        lambda note: ctx.effects.hold(reason, note),
+        state=states.FAILURE,
+    )
+    raise Held(reason[: holds.MAX_REASON])
+
+
+def power_on_after(run: RunContext, fenced: FencedHost) -> None:
+    """[fencing] power_on_after_recovery: power the host on again, through the driver whose
+    power off was confirmed; once per notification. A failure is recorded and logged: the
+    recovery itself succeeded."""
+    fencing = run.fencing
+    if fencing is None or not fencing.power_on_after_recovery:
+        return
+    attempts = run.effects.fence_attempts()
+    if any(a.action == evidence.ON for a in attempts):
+        return
+    proof = next(
+        (a for a in attempts if (a.action, a.result) == (evidence.STATUS, evidence.POWER_OFF)),
+        None,
+    )
+    if proof is None:
+        return  # proven by kdump or an operator: nothing of ours powered it off
+    host = fenced.name
+    spec = fencing.spec_at(fenced, proof.position, proof.driver)
+    if spec is None:
+        LOG.warning("Host %s: its fencing driver changed; not powered on again", host)
+        return
+    try:
+        run.effects.power_on(fencing.power_driver(spec), host, proof.position)
+    except FenceError as exc:
+        LOG.error("Host %s: power on after recovery via %s failed: %s", host, proof.driver, exc)
+        return
+    LOG.info("Host %s powered on again via %s", host, proof.driver)

@@ -1,0 +1,242 @@
+"""The verdict: the signals a host failure must have before it is recovered ([verdict] rule).
+
+For a COMPUTE_HOST failure (event STOPPED) the engine gathers what it knows: the reports of
+the failure (the monitor's, kept as evidence at intake, even one refused as a duplicate of
+the detector's), Nova's view of the host's nova-compute (state, heartbeat age), and what
+host fencing proved (:class:`HostFencing`). The rule decides:
+
+- ``monitor`` (the default, masakari 22.0.0's): a monitor's report with host_status NORMAL.
+  Only the detector's reports are judged under it (a monitor's report goes the reference's
+  way): they wait for a monitor's report of the same failure.
+- ``any_two``: two of the monitor's report, Nova (service down, or heartbeat older than
+  ``[detection] grace_period``) and a fencing proof say the host failed.
+- ``fence``: host fencing proves the host off (or crashed) before anything is evacuated.
+
+A BMC that reads the host powered on vetoes any rule. Until ``[verdict] wait`` seconds have
+passed the engine waits for the signals the rule lacks, then holds the notification with the
+reason (masakari.db.holds): an operator's release is the confirmation it lacked. A failure
+confirmed once stays confirmed (a retry or a takeover does not judge it again). The flow is
+told ``host_status`` NORMAL only when the host was proven off (a monitor's NORMAL report, a
+fence): only then may ``force_down_fenced_host`` skip Nova's own wait.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import logging
+from collections.abc import Sequence
+
+from oslo_config import cfg
+
+from masakari import exception
+from masakari.compute.servers import first_service
+from masakari.conf import detection as detection_opts
+from masakari.db import evidence as ev
+from masakari.db import fencing as fence_db
+from masakari.db import holds
+from masakari.db.hosts import RecoveryHost
+from masakari.engine.context import RunContext
+from masakari.engine.errors import Held
+from masakari.engine.fencing import FencedHost
+from masakari.engine.recovery.payloads import HostPayload
+from masakari.fencing.base import KDUMP
+from masakari.metrics import detection as detection_metrics
+
+LOG = logging.getLogger(__name__)
+
+# Seconds between two looks at the signals while the rule waits for one.
+LOOK_INTERVAL = 2.0
+NORMAL = "NORMAL"
+UNKNOWN = "UNKNOWN"
+
+
+@dataclasses.dataclass(frozen=True)
+class FenceView:
+    """What host fencing ([fencing], docs/operations.md § Host fencing) knows of the host."""
+
+    # What proved the host off or crashed (a power state read Off, a kdump message), None.
+    proof: str | None = None
+    # The BMC last read the host powered on: it is running, whatever else says.
+    power_on: bool = False
+    # The host has fencing configured: the recovery proves it off before evacuating.
+    can_fence: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class Signals:
+    # host_status of the monitor's report of this failure (NORMAL preferred), None: none.
+    monitor: str | None = None
+    # Nova says the host failed (True), runs (False), cannot tell (None).
+    nova: bool | None = None
+    fence: FenceView = FenceView()
+    released: bool = False
+
+    @property
+    def proven_off(self) -> bool:
+        return self.monitor == NORMAL or self.fence.proof is not None
+
+
+@dataclasses.dataclass(frozen=True)
+class Decision:
+    confirmed: bool | None  # None: not yet, the rule waits for more
+    reason: str
+    host_status: str = UNKNOWN
+
+
+def decide(rule: str, s: Signals) -> Decision:
+    """The rule applied to the signals: pure, the one place a verdict is made."""
+    status = NORMAL if s.proven_off else UNKNOWN
+    if s.fence.power_on and not s.released:
+        return Decision(False, "the BMC reads the host powered on")
+    if rule == detection_opts.RULE_ANY_TWO:
+        agree = [
+            name
+            for name, says in (
+                ("the monitor's report", s.monitor is not None),
+                ("Nova", s.nova is True),
+                (s.fence.proof or "host fencing", s.fence.proof is not None),
+            )
+            if says
+        ]
+        if len(agree) >= 2:
+            return Decision(True, " and ".join(agree) + " agree that the host failed", status)
+        lacking = f"only {agree[0]} says" if agree else "nothing says"
+        alive = "; Nova says its nova-compute is up" if s.nova is False else ""
+        return _unless_released(s, status, f"{lacking} the host failed{alive}")
+    if rule == detection_opts.RULE_FENCE:
+        if s.fence.proof is not None:
+            return Decision(True, s.fence.proof, NORMAL)
+        if s.fence.can_fence:
+            return Decision(True, "host fencing proves the host off before evacuating", status)
+        return _unless_released(s, status, "no host fencing is configured for the host", False)
+    if s.monitor == NORMAL:
+        return Decision(True, "the monitor reported the host fenced (host_status NORMAL)", NORMAL)
+    if s.monitor is not None:
+        reason = f"the monitor's report says host_status {s.monitor}: no power-off confirmed"
+        return _unless_released(s, status, reason, False)
+    return _unless_released(s, status, "no monitor's report of the failure")
+
+
+def _unless_released(s: Signals, status: str, reason: str, final: bool | None = None) -> Decision:
+    if s.released:
+        return Decision(True, f"released by an operator ({reason})", status)
+    return Decision(final, reason)
+
+
+def applies(conf: cfg.ConfigOpts, payload: HostPayload) -> bool:
+    """Whether a host failure report is judged: the detector's always, any with a rule
+    other than the monitor's."""
+    return payload.detector is not None or conf.verdict.rule != detection_opts.RULE_MONITOR
+
+
+def judge(run: RunContext, host_uuid: str, payload: HostPayload) -> str:
+    """The host_status the flow is given; raises Held when the rule does not confirm."""
+    host = run.effects.host(host_uuid)
+    if host is None:
+        raise exception.HostNotFound(id=host_uuid)
+    rule = run.conf.verdict.rule
+    known = run.effects.evidence()
+    confirmed_before = [e for e in known if e.kind == ev.VERDICT and e.failed]
+    if confirmed_before:
+        return confirmed_before[-1].value or UNKNOWN
+    released = run.effects.released_hold() is not None
+    deadline = run.clock.monotonic() + (0.0 if released else float(run.conf.verdict.wait))
+    while True:
+        fence = _fence_view(run, host)
+        nova, seen = _nova(run, host.name)
+        known = run.effects.evidence()
+        signals = Signals(_monitor(payload, known), nova, fence, released)
+        decision = decide(rule, signals)
+        if decision.confirmed is not None or run.clock.monotonic() >= deadline:
+            break
+        run.sleep(min(LOOK_INTERVAL, max(deadline - run.clock.monotonic(), 0.0)))
+    confirmed = bool(decision.confirmed)
+    reason = decision.reason
+    if decision.confirmed is None:
+        reason += f" within {run.conf.verdict.wait:g} s"
+    now = run.clock.now()
+    # The decided host_status is kept with a confirmation: a retry or a takeover reads it.
+    status = decision.host_status if confirmed else None
+    verdict = ev.Evidence(ev.VERDICT, f"rule {rule}", confirmed, reason, now, status)
+    gathered = [seen, *_fence_evidence(fence, now), verdict]
+    detection_metrics.verdict(rule, confirmed)
+    if not confirmed:
+        LOG.warning("Host %s failure not confirmed (rule %s): %s", host.name, rule, reason)
+        held = f"{holds.VERDICT_PREFIX}{rule}: {reason}"
+        run.effects.hold_unconfirmed(held, gathered)
+        raise Held(held)
+    run.effects.record_evidence(gathered)
+    LOG.info("Host %s failure confirmed (rule %s): %s", host.name, rule, reason)
+    return decision.host_status
+
+
+def _monitor(payload: HostPayload, known: Sequence[ev.Evidence]) -> str | None:
+    """The monitor's word: its own report, or one kept as evidence of this failure."""
+    statuses = [
+        (e.value or "").upper() for e in known if e.kind == ev.REPORT and e.source == ev.MONITOR
+    ]
+    if payload.detector is None and payload.host_status:
+        statuses.append(payload.host_status.upper())
+    if not statuses:
+        return None
+    return NORMAL if NORMAL in statuses else statuses[0]
+
+
+def _fence_evidence(fence: FenceView, now: datetime.datetime) -> list[ev.Evidence]:
+    """What of host fencing's word the verdict used (its attempts are in its own table)."""
+    found = []
+    if fence.proof is not None:
+        found.append(ev.Evidence(ev.FENCE, "host fencing", True, fence.proof, now, "off"))
+    if fence.power_on:
+        found.append(
+            ev.Evidence(ev.FENCE, "host fencing", False, "the BMC last read the host on", now, "on")
+        )
+    return found
+
+
+def _fence_view(run: RunContext, host: RecoveryHost) -> FenceView:
+    """Host fencing's word before this recovery fences (its attempts are its own evidence,
+    masakari_fence_attempts): an earlier attempt's proof or power-on reading, a kdump message
+    received since the report, and whether the host can be fenced at all."""
+    if run.fencing is None:
+        return FenceView()
+    specs = run.fencing.drivers_for(
+        FencedHost(host.name, host.segment_name, host.failover_segment_id)
+    )
+    proof, power_on = None, False
+    for attempt in run.effects.fence_attempts():
+        if attempt.action == fence_db.RELEASE:
+            continue  # an operator's word, which the verdict reads as the release itself
+        if attempt.proves_dead:
+            proof, power_on = f"{attempt.driver}: {attempt.action} {attempt.result}", False
+        elif (attempt.action, attempt.result) == (fence_db.STATUS, fence_db.POWER_ON):
+            power_on = proof is None
+    reported = run.effects.reported_at or run.clock.now()
+    since = reported - datetime.timedelta(seconds=run.fencing.kdump_max_age)
+    for spec in specs:
+        if proof is None and spec.type == KDUMP and spec.address:
+            crashed = run.effects.crashed_since(spec.address, since)
+            if crashed is not None:
+                proof = f"{spec.describe()}: kdump message at {crashed}"
+    return FenceView(proof=proof, power_on=power_on, can_fence=bool(specs))
+
+
+def _nova(run: RunContext, host_name: str) -> tuple[bool | None, ev.Evidence]:
+    """Nova's word on the host's nova-compute, and the evidence it makes."""
+    grace = float(run.conf.detection.grace_period)
+    now = run.clock.now()
+    source = f"engine {run.lease.owner}"
+    try:
+        service = first_service(run.nova.find_compute_services(host_name))
+    except exception.NovaError as exc:
+        return None, ev.Evidence(ev.NOVA, source, None, f"Nova not read: {exc}", now)
+    if service is None:
+        return None, ev.Evidence(ev.NOVA, source, None, "no nova-compute service in Nova", now)
+    age = None
+    if service.updated_at is not None:
+        age = max((now - service.updated_at).total_seconds(), 0.0)
+    failed = service.state == "down" or (age is not None and age > grace)
+    heartbeat = "no heartbeat time" if age is None else f"heartbeat {age:.0f} s old"
+    detail = f"nova-compute {service.state or 'state unknown'}, {heartbeat} (grace {grace:g} s)"
+    return failed, ev.Evidence(ev.NOVA, source, failed, detail, now, service.state)

@@ -1,0 +1,121 @@
+"""The power drivers by type, and the readiness doctor's read-only check of one entry.
+
+``power_driver(spec)`` builds the driver of a fencing-file entry (``ipmi``, ``redfish``,
+``agent``); ``kdump`` entries are no power driver (the engine asks its crash proof instead).
+``check(spec)`` reads the power state once, changing nothing, and says whether the driver is
+reachable, whether its credentials work, and the state, or why not.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import time
+from collections.abc import Callable
+
+from masakari.fencing import base
+
+__all__ = ["Check", "check", "power_driver"]
+
+
+def _ipmi(spec: base.DriverSpec) -> base.PowerDriver:
+    _need("pyghmi", spec)
+    from masakari.fencing.ipmi import IPMIDriver
+
+    return IPMIDriver(spec)
+
+
+def _redfish(spec: base.DriverSpec) -> base.PowerDriver:
+    _need("sushy", spec)
+    from masakari.fencing.redfish import RedfishDriver
+
+    return RedfishDriver(spec)
+
+
+def _agent(spec: base.DriverSpec) -> base.PowerDriver:
+    from masakari.fencing.agent import AgentDriver
+
+    return AgentDriver(spec)
+
+
+_FACTORIES: dict[str, Callable[[base.DriverSpec], base.PowerDriver]] = {
+    base.IPMI: _ipmi,
+    base.REDFISH: _redfish,
+    base.AGENT: _agent,
+}
+
+
+def power_driver(spec: base.DriverSpec) -> base.PowerDriver:
+    """The driver for ``spec``; :class:`~masakari.fencing.base.FenceError` when it cannot
+    be built (its library is missing, a required key is unset)."""
+    try:
+        factory = _FACTORIES[spec.type]
+    except KeyError:
+        if spec.type == base.KDUMP:
+            raise ValueError("a kdump entry is a crash proof, not a power driver") from None
+        raise ValueError(f"unknown driver type {spec.type!r}") from None
+    return factory(spec)
+
+
+def _need(module: str, spec: base.DriverSpec) -> None:
+    if importlib.util.find_spec(module) is None:
+        raise base.FenceError(
+            f"{spec.describe()}: the {spec.type} driver needs {module}: "
+            "pip install 'masakari[fencing]'"
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class Check:
+    """What one read-only check of a fencing-file entry found.
+
+    ``reachable``/``credentials_valid``: True or False when the answer says so, None when it
+    cannot tell (an agent's failure does not say why; kdump has neither). ``state``: the
+    power state read, when one was. ``error``: why the entry would not fence, or None.
+    """
+
+    driver: str
+    reachable: bool | None
+    credentials_valid: bool | None
+    state: base.PowerState | None
+    error: str | None
+    duration: float
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+def check(spec: base.DriverSpec) -> Check:
+    """One power-status read through ``spec``'s driver (nothing is switched), or, for a
+    kdump entry, that its address resolves. Returns within about ``spec.timeout``."""
+    started = time.monotonic()
+
+    def done(
+        reachable: bool | None,
+        credentials: bool | None,
+        state: base.PowerState | None = None,
+        error: str | None = None,
+    ) -> Check:
+        return Check(
+            spec.describe(), reachable, credentials, state, error, time.monotonic() - started
+        )
+
+    if spec.type == base.KDUMP:
+        from masakari.fencing import kdump
+
+        try:
+            kdump.resolve(spec.address or "")
+        except (OSError, UnicodeError) as exc:
+            reason = getattr(exc, "strerror", None) or type(exc).__name__
+            return done(None, None, error=f"{spec.describe()}: address does not resolve: {reason}")
+        return done(None, None)
+    try:
+        state = power_driver(spec).power_status()
+    except base.Unreachable as exc:
+        return done(False, None, error=str(exc))
+    except base.Refused as exc:
+        return done(True, False, error=str(exc))
+    except (base.FenceError, ValueError) as exc:
+        return done(None, None, error=str(exc))
+    return done(True, True, state=state)

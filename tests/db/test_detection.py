@@ -1,0 +1,250 @@
+"""The detector's lease and reports in the database, on every backend: one engine detects at a
+time, a takeover fences the former holder's reports, and one failure is one notification
+whoever reports it (the intake's rules for the detector's reports)."""
+
+from __future__ import annotations
+
+import datetime
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from oslo_config import cfg
+
+from masakari import conf as masakari_conf
+from masakari import exception
+from masakari.db import detector_lease, evidence, holds, migration
+from masakari.db.database import Database
+from masakari.db.models import DetectorLease as DetectorLeaseRow
+from masakari.db.models import FailureEvidence, Notification
+from masakari.detection.lease import DetectorLease
+from masakari.engine.lease import LeaseLost
+from masakari.ha import hosts, notifications, segments
+from masakari.ha.intake import Rules
+from tests.support.clock import FakeClock
+
+NOW = datetime.datetime(2026, 6, 1, 10, 0, 0)
+SQLITE_ONLY = pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+
+
+@pytest.fixture
+def db(db_url: str) -> Iterator[Database]:
+    database = Database.from_url(db_url)
+    migration.upgrade(database.engine)
+    segment = segments.create(
+        database, {"name": "s", "recovery_method": "auto", "service_type": "compute"}
+    ).uuid
+    for name in ("compute-1", "compute-2"):
+        hosts.create(
+            database,
+            lambda _: None,
+            segment,
+            {"name": name, "type": "COMPUTE", "control_attributes": "ssh"},
+        )
+    yield database
+    database.dispose()
+
+
+class Leader:
+    def __init__(self, leads: bool = True) -> None:
+        self.leads = leads
+
+    def runs_periodic_tasks(self) -> bool:
+        return self.leads
+
+
+def conf() -> cfg.ConfigOpts:
+    return masakari_conf.for_tests(
+        engine_claim_timeout=20, engine_claim_renew_interval=5, engine_claim_margin=5
+    )
+
+
+def detector_report(host: str, engine: str = "a") -> dict[str, Any]:
+    return {
+        "type": "COMPUTE_HOST",
+        "hostname": host,
+        "generated_time": NOW.isoformat(),
+        "payload": {
+            "event": "STOPPED",
+            "host_status": "UNKNOWN",
+            "cluster_status": "OFFLINE",
+            "detector": "nova-services",
+            "detector_engine": engine,
+        },
+    }
+
+
+def monitor_report(host: str, status: str = "NORMAL") -> dict[str, Any]:
+    return {
+        "type": "COMPUTE_HOST",
+        "hostname": host,
+        "generated_time": NOW.isoformat(),
+        "payload": {"event": "STOPPED", "host_status": status, "cluster_status": "OFFLINE"},
+    }
+
+
+def count(db: Database) -> int:
+    with db.reader() as s:
+        return s.query(Notification).count()
+
+
+def test_one_engine_holds_the_lease_and_another_takes_it_once_it_expired(db) -> None:
+    clock = FakeClock(start=NOW)
+    a = DetectorLease(conf(), db, clock, "engine-a", Leader())
+    b = DetectorLease(conf(), db, clock, "engine-b", Leader())
+    a.tick()
+    b.tick()
+    assert a.current() is not None and b.current() is None
+    clock.offset = 10
+    a.tick()  # renewed at 10: expires at 30 in the database, 25 for engine a
+    clock.offset = 26
+    assert a.current() is None, "a's own deadline ends a margin before the expiry"
+    b.tick()
+    assert b.current() is None, "not taken before the database expiry"
+    clock.offset = 31
+    b.tick()
+    lease = b.current()
+    assert lease is not None and lease.token == 2
+    with db.reader() as s:
+        assert detector_lease.holder(s, "nova-services").owner == "engine-b"
+
+
+def test_a_report_under_a_lease_taken_over_creates_nothing(db) -> None:
+    clock = FakeClock(start=NOW)
+    a = DetectorLease(conf(), db, clock, "engine-a", Leader())
+    a.tick()
+    assert a.current() is not None
+    # The database gives the lease to engine b (a froze past its expiry)...
+    with db.writer() as s:
+        assert (
+            detector_lease.take(
+                s,
+                "nova-services",
+                "engine-b",
+                NOW + datetime.timedelta(seconds=60),
+                NOW + datetime.timedelta(seconds=80),
+            )
+            == 2
+        )
+    # ...while a's local deadline still runs (its clock did not move): the database refuses.
+    with pytest.raises(LeaseLost):
+        notifications.record(db, detector_report("compute-1"), Rules(), fence=a.fence)
+    assert count(db) == 0
+    assert a.current() is None
+
+
+def test_an_engine_that_stops_leading_gives_the_lease_up_at_once(db) -> None:
+    clock = FakeClock(start=NOW)
+    leader = Leader()
+    a = DetectorLease(conf(), db, clock, "engine-a", leader)
+    b = DetectorLease(conf(), db, clock, "engine-b", Leader())
+    a.tick()
+    leader.leads = False
+    a.tick()
+    assert a.current() is None
+    b.tick()
+    assert b.current() is not None
+
+
+@SQLITE_ONLY
+def test_the_storm_cooldown_stays_with_the_lease(db) -> None:
+    clock = FakeClock(start=NOW)
+    a = DetectorLease(conf(), db, clock, "engine-a", Leader())
+    a.tick()
+    a.keep_storm(NOW + datetime.timedelta(seconds=600))
+    a.release()
+    b = DetectorLease(conf(), db, clock, "engine-b", Leader())
+    b.tick()
+    assert b.storm_until == NOW + datetime.timedelta(seconds=600)
+
+
+def test_concurrent_first_takes_give_one_holder(db, backend) -> None:
+    clock = FakeClock(start=NOW)
+    leases = [DetectorLease(conf(), db, clock, f"engine-{i}", Leader()) for i in range(6)]
+    barrier = threading.Barrier(len(leases))
+
+    def take(lease: DetectorLease) -> None:
+        barrier.wait()
+        lease.tick()
+
+    threads = [threading.Thread(target=take, args=(lease,)) for lease in leases]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sum(1 for lease in leases if lease.current() is not None) == 1
+
+
+@SQLITE_ONLY
+def test_a_detector_report_and_a_monitor_report_of_one_host_are_one_failure(db) -> None:
+    rules = Rules(evidence=True)
+    row, reason = notifications.record(db, detector_report("compute-1"), rules)
+    assert reason is None
+    with pytest.raises(exception.DuplicateNotification):
+        notifications.record(db, monitor_report("compute-1"), rules)
+    # Another detector's report too (another engine), whatever its payload says.
+    with pytest.raises(exception.DuplicateNotification):
+        notifications.record(db, detector_report("compute-1", engine="b"), rules)
+    assert count(db) == 1
+    with db.reader() as s:
+        kept = [(e.kind, e.source, e.value) for e in evidence.of(s, row.notification_uuid)]
+    assert kept == [
+        ("report", "detector nova-services", "UNKNOWN"),
+        ("report", "monitor", "NORMAL"),
+    ]
+    # And the other way round: the monitor first, the detector's report refused.
+    first, _ = notifications.record(db, monitor_report("compute-2"), rules)
+    with pytest.raises(exception.DuplicateNotification):
+        notifications.record(db, detector_report("compute-2"), rules)
+    with db.reader() as s:
+        assert [e.source for e in evidence.of(s, first.notification_uuid)] == [
+            "monitor",
+            "detector nova-services",
+        ]
+
+
+@SQLITE_ONLY
+def test_without_a_detector_the_reference_duplicate_rule_is_unchanged(db) -> None:
+    rules = Rules()
+    notifications.record(db, monitor_report("compute-1", "NORMAL"), rules)
+    # A different payload of the same host and window is not a duplicate (the reference's).
+    notifications.record(db, monitor_report("compute-1", "UNKNOWN"), rules)
+    assert count(db) == 2
+    with db.reader() as s:
+        assert s.query(FailureEvidence).count() == 0
+
+
+@SQLITE_ONLY
+def test_a_detector_report_is_judged_not_held_as_unknown_and_carries_the_breakers_hold(
+    db,
+) -> None:
+    rules = Rules(hold_unknown=True)
+    _, reason = notifications.record(db, detector_report("compute-1"), rules)
+    assert reason is None
+    _, reason = notifications.record(
+        db, detector_report("compute-2"), rules, hold=holds.REASON_BREAKER
+    )
+    assert reason == holds.REASON_BREAKER
+
+
+@SQLITE_ONLY
+def test_a_refused_fence_leaves_nothing_behind(db) -> None:
+    def refuse(session: Any) -> None:
+        raise LeaseLost()
+
+    with pytest.raises(LeaseLost):
+        notifications.record(db, detector_report("compute-1"), Rules(evidence=True), fence=refuse)
+    assert count(db) == 0
+
+
+def test_the_lease_row_is_changed_by_every_fenced_report(db) -> None:
+    clock = FakeClock(start=NOW)
+    a = DetectorLease(conf(), db, clock, "engine-a", Leader())
+    a.tick()
+    notifications.record(db, detector_report("compute-1"), Rules(), fence=a.fence)
+    notifications.record(db, detector_report("compute-2"), Rules(), fence=a.fence)
+    with db.reader() as s:
+        row = s.get(DetectorLeaseRow, "nova-services")
+        assert row.fence == 2
+    assert count(db) == 2

@@ -1,0 +1,313 @@
+"""The fence step's decisions, driver by driver, on SQLite with scripted drivers.
+
+The drivers here are test doubles of the PowerDriver interface that answer from a script:
+the decisions (escalation, confirmation, takeover, hold, release) are the engine's, and
+are what these tests assert. The drills (tests/functional/fencing) run the same step
+against real BMC peers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from masakari.db import fencing as evidence
+from masakari.db import holds
+from masakari.db.models import FenceAttempt, Notification, NotificationClaim
+from masakari.engine.errors import Held
+from masakari.engine.fencing import FencedHost, HostFencing
+from masakari.engine.lease import LeaseLost
+from masakari.engine.recovery import fence, host
+from masakari.engine.recovery.flow import Store, TaskContext
+from masakari.fencing.base import DriverSpec, PowerState, Refused, Unreachable
+from tests.functional.engine.runs.conftest import make_run, task_rows
+
+HOST = "compute-1"
+FENCED = FencedHost(HOST, "seg")
+IPMI = DriverSpec("ipmi", address="192.0.2.1", port=623, username="admin", password="s3cret")
+REDFISH = DriverSpec("redfish", address="https://192.0.2.2", password="s3cret")
+KDUMP = DriverSpec("kdump", address="192.0.2.10", options={"wait": "3"})
+
+
+@dataclasses.dataclass
+class ScriptedBMC:
+    """A PowerDriver whose answers are a script: ``off`` raises or not; ``states`` are read
+    in order (the last one repeats); every call is kept."""
+
+    spec: DriverSpec
+    off_error: Exception | None = None
+    states: Sequence[PowerState | Exception] = (PowerState.OFF,)
+    calls: list[str] = dataclasses.field(default_factory=list)
+
+    def power_off(self) -> None:
+        self.calls.append("off")
+        if self.off_error is not None:
+            raise self.off_error
+
+    def power_status(self) -> PowerState:
+        answer = self.states[min(self.calls.count("status"), len(self.states) - 1)]
+        self.calls.append("status")
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    def power_on(self) -> None:
+        self.calls.append("on")
+
+
+class Plan:
+    def __init__(self, specs: dict[str, list[DriverSpec]]) -> None:
+        self.specs = specs
+
+    def drivers_for(
+        self, host_name: str, segment_name: str | None = None, segment_uuid: str | None = None
+    ) -> list[DriverSpec] | None:
+        return self.specs.get(host_name)
+
+
+def fencing_for(
+    bmcs: Sequence[ScriptedBMC], extra: Sequence[DriverSpec] = (), **options: Any
+) -> HostFencing:
+    by_spec = {id(b.spec): b for b in bmcs}
+    specs = [b.spec for b in bmcs] + list(extra)
+    order = options.pop("order", None)
+    if order is not None:
+        specs = order
+    return HostFencing(
+        plan=Plan({HOST: specs}),
+        power_driver=lambda spec: by_spec[id(spec)],  # type: ignore[return-value]
+        **{"confirm_interval": 1.0, "confirm_timeout": 5.0, **options},
+    )
+
+
+def step(run: Any, fencing: HostFencing) -> Store:
+    run.fencing = fencing
+    store = Store(run.notification_uuid, host_name=HOST, host_status="NORMAL")
+    fence.fence_first(run, store, FENCED, datetime.datetime(2026, 1, 1))
+    return store
+
+
+def attempts(db: Any, nid: str) -> list[tuple[int, str, str]]:
+    with db.reader() as s:
+        rows = s.scalars(
+            sa.select(FenceAttempt)
+            .where(FenceAttempt.notification_uuid == nid)
+            .order_by(FenceAttempt.id)
+        )
+        return [(r.position, r.action, r.result) for r in rows]
+
+
+def test_off_then_status_until_off_proves_the_host_dead(db, nova, clock):
+    run = make_run(db, nova, clock)
+    bmc = ScriptedBMC(IPMI, states=(PowerState.ON, PowerState.ON, PowerState.OFF))
+    store = step(run, fencing_for([bmc]))
+    assert store.host_fenced
+    assert bmc.calls == ["off", "status", "status", "status"]
+    assert attempts(db, run.notification_uuid) == [(0, "off", "done"), (0, "status", "off")]
+    [(_, name, state, _, details)] = task_rows(db, run.notification_uuid)
+    assert (name, state) == ("FenceHostTask", "SUCCESS")
+    assert details[-1] == ("1.0", f"Host '{HOST}' is powered off (ipmi 192.0.2.1:623)")
+    # the credential is nowhere in the evidence
+    with db.reader() as s:
+        texts = [str(r) for r in s.execute(sa.select(FenceAttempt.__table__)).all()]
+    assert not any("s3cret" in t for t in texts)
+
+
+def test_the_second_driver_is_tried_when_the_first_fails(db, nova, clock):
+    run = make_run(db, nova, clock)
+    first = ScriptedBMC(IPMI, off_error=Unreachable("ipmi 192.0.2.1:623: no answer in 10 s"))
+    second = ScriptedBMC(REDFISH, states=(PowerState.ON, PowerState.OFF))
+    assert step(run, fencing_for([first, second])).host_fenced
+    assert first.calls == ["off"]
+    assert second.calls == ["off", "status", "status"]
+    assert attempts(db, run.notification_uuid) == [
+        (0, "off", "unreachable"),
+        (1, "off", "done"),
+        (1, "status", "off"),
+    ]
+
+
+def test_a_host_that_never_reads_off_is_held_and_the_claim_given_up(db, nova, clock):
+    run = make_run(db, nova, clock)
+    stuck = ScriptedBMC(IPMI, states=(PowerState.ON,))
+    refused = ScriptedBMC(REDFISH, off_error=Refused("redfish: 401 Unauthorized"))
+    with pytest.raises(Held) as held:
+        step(run, fencing_for([stuck, refused]))
+    nid = run.notification_uuid
+    assert held.value.reason == (
+        "power fencing failed: ipmi 192.0.2.1:623: not off within 5 s; "
+        "redfish https://192.0.2.2: power off: redfish: 401 Unauthorized"
+    )
+    # status read every second, at 0 s to 5 s of confirm_timeout
+    assert stuck.calls == ["off"] + ["status"] * 6
+    assert attempts(db, nid) == [
+        (0, "off", "done"),
+        (0, "status", "timeout"),
+        (1, "off", "refused"),
+    ]
+    with db.reader() as s:
+        assert s.get(Notification, 1).status == "new"
+        assert s.get(NotificationClaim, nid) is None
+        assert holds.reasons(s, [nid]) == {nid: held.value.reason}
+    [(_, _, state, _, details)] = task_rows(db, nid)
+    assert state == "FAILURE"
+    assert details[-1] == ("1.0", "Held for an operator: " + held.value.reason)
+    # nothing more is done under the given-up claim
+    with pytest.raises(LeaseLost):
+        run.effects.record_failure("late")
+
+
+def test_kdump_message_proves_the_crash_without_a_power_off(db, nova, clock):
+    run = make_run(db, nova, clock)
+    with db.writer() as s:
+        evidence.record_kdump(s, "192.0.2.10", datetime.datetime(2025, 12, 31, 23, 58), "e-2")
+    bmc = ScriptedBMC(IPMI)
+    fencing = fencing_for([bmc], order=[KDUMP, IPMI])
+    assert step(run, fencing).host_fenced
+    assert bmc.calls == []
+    assert attempts(db, run.notification_uuid) == [(0, "kdump", "crashed")]
+
+
+def test_an_old_kdump_message_is_no_proof_and_the_wait_is_bounded(db, nova, clock):
+    run = make_run(db, nova, clock)
+    with db.writer() as s:  # older than kdump_max_age (600 s) before the report
+        evidence.record_kdump(s, "192.0.2.10", datetime.datetime(2025, 12, 31, 23, 40), "e-2")
+    bmc = ScriptedBMC(IPMI, off_error=Unreachable("no answer"))
+    with pytest.raises(Held):
+        step(run, fencing_for([bmc], order=[IPMI, KDUMP]))
+    assert attempts(db, run.notification_uuid) == [
+        (0, "off", "unreachable"),
+        (1, "kdump", "no message"),
+    ]
+    assert clock.monotonic() == pytest.approx(3.0)  # the entry's wait, no more
+
+
+def test_a_takeover_after_a_confirmed_off_sends_nothing(db, nova, clock):
+    first = make_run(db, nova, clock)
+    bmc = ScriptedBMC(IPMI)
+    step(first, fencing_for([bmc]))
+    again = make_run(db, nova, clock, notification_uuid=first.notification_uuid, owner="e-2")
+    assert step(again, fencing_for([bmc])).host_fenced
+    assert bmc.calls == ["off", "status"]
+    rows = task_rows(db, first.notification_uuid)
+    assert [(r[0], r[2]) for r in rows] == [(1, "SUCCESS"), (2, "SUCCESS")]
+    assert "not fenced again" in rows[1][4][-1][1]
+
+
+def test_a_takeover_after_an_unconfirmed_off_reads_back_before_sending(db, nova, clock):
+    first = make_run(db, nova, clock)
+    with db.writer() as s:  # the lost engine recorded its power off, and died
+        evidence.start(
+            s,
+            first.notification_uuid,
+            "engine-test",
+            1,
+            HOST,
+            0,
+            IPMI.describe(),
+            "off",
+            clock.now(),
+        )
+    bmc = ScriptedBMC(IPMI, states=(PowerState.OFF,))
+    again = make_run(db, nova, clock, notification_uuid=first.notification_uuid, owner="e-2")
+    assert step(again, fencing_for([bmc])).host_fenced
+    assert bmc.calls == ["status"]
+    assert attempts(db, first.notification_uuid) == [(0, "off", "sent"), (0, "status", "off")]
+
+
+def test_a_read_back_that_is_not_off_sends_the_power_off_again(db, nova, clock):
+    first = make_run(db, nova, clock)
+    with db.writer() as s:
+        evidence.start(
+            s,
+            first.notification_uuid,
+            "engine-test",
+            1,
+            HOST,
+            0,
+            IPMI.describe(),
+            "off",
+            clock.now(),
+        )
+    bmc = ScriptedBMC(IPMI, states=(PowerState.ON, PowerState.OFF))
+    again = make_run(db, nova, clock, notification_uuid=first.notification_uuid, owner="e-2")
+    assert step(again, fencing_for([bmc])).host_fenced
+    assert bmc.calls == ["status", "off", "status"]
+
+
+def test_a_release_of_a_fence_hold_is_the_operators_word(db, nova, clock):
+    run = make_run(db, nova, clock)
+    with db.writer() as s:
+        holds.hold(s, run.notification_uuid, holds.REASON_FENCE_FAILED + "ipmi: no answer")
+        holds.release(s, run.notification_uuid)
+    bmc = ScriptedBMC(IPMI)
+    assert step(run, fencing_for([bmc])).host_fenced
+    assert bmc.calls == []
+    assert attempts(db, run.notification_uuid) == [(-1, "release", "dead")]
+
+
+def test_a_released_mass_failure_hold_is_still_fenced(db, nova, clock):
+    run = make_run(db, nova, clock)
+    with db.writer() as s:
+        holds.hold(s, run.notification_uuid, holds.REASON_SEGMENT)
+        holds.release(s, run.notification_uuid)
+    bmc = ScriptedBMC(IPMI)
+    assert step(run, fencing_for([bmc])).host_fenced
+    assert bmc.calls == ["off", "status"]
+
+
+@pytest.mark.parametrize("unfenced", ["recover", "hold"])
+def test_a_host_without_drivers(db, nova, clock, unfenced):
+    run = make_run(db, nova, clock)
+    fencing = HostFencing(plan=Plan({}), power_driver=lambda spec: None, unfenced_hosts=unfenced)  # type: ignore[arg-type,return-value]
+    if unfenced == "hold":
+        with pytest.raises(Held) as held:
+            step(run, fencing)
+        assert held.value.reason == holds.REASON_UNFENCED
+        return
+    assert not step(run, fencing).host_fenced
+    [(_, _, state, _, details)] = task_rows(db, run.notification_uuid)
+    assert state == "SUCCESS" and "recovering on the monitor's report" in details[-1][1]
+
+
+def test_a_lost_lease_sends_nothing(db, nova, clock):
+    run = make_run(db, nova, clock)
+    bmc = ScriptedBMC(IPMI)
+    run.lease.lose()
+    with pytest.raises(LeaseLost):
+        step(run, fencing_for([bmc]))
+    assert bmc.calls == []
+    assert attempts(db, run.notification_uuid) == []
+
+
+def test_power_on_after_recovery_once_through_the_driver_that_powered_off(db, nova, clock):
+    run = make_run(db, nova, clock)
+    failing = ScriptedBMC(REDFISH, off_error=Unreachable("down"))
+    bmc = ScriptedBMC(IPMI)
+    fencing = fencing_for([failing, bmc], power_on_after_recovery=True)
+    step(run, fencing)
+    fence.power_on_after(run, FENCED)
+    fence.power_on_after(run, FENCED)
+    assert bmc.calls == ["off", "status", "on"]
+    assert failing.calls == ["off"]
+    assert attempts(db, run.notification_uuid)[-1] == (1, "on", "done")
+
+
+def test_a_fenced_host_is_forced_down_without_the_wait(db, sim, nova, clock):
+    sim.add_service(HOST)
+    run = make_run(db, nova, clock, wait_period_after_service_update=180)
+    store = Store(run.notification_uuid, host_name=HOST, host_status="UNKNOWN", host_fenced=True)
+
+    class Progress:
+        def update(self, message: str, progress: float = 0.0) -> None:
+            pass
+
+    host.disable_compute_service(TaskContext(run, store, Progress()))  # type: ignore[arg-type]
+    service = sim.service(HOST)
+    assert service["forced_down"] and service["status"] == "disabled"
+    assert clock.monotonic() == 0.0  # no wait_period_after_service_update sleep

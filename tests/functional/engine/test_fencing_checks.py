@@ -1,0 +1,137 @@
+"""Host fencing before any failure: the engine's readiness checks of every host's drivers
+against fake IPMI BMCs (recorded for the doctor), ``masakari-manage segment check`` running
+them live, and masakari-engine refusing a fencing file that does not load."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from contextlib import redirect_stdout
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+
+from masakari.cmd import manage
+from masakari.db import fencing
+from masakari.db.database import Database
+from masakari.db.models import FenceCheck
+from masakari.engine.fencing import HostFencing
+from tests.functional.engine.conftest import (
+    add_host,
+    add_segment,
+    make_conf,
+    wait_for,
+    write_engine_conf,
+)
+from tests.support.ipmi_bmc import FakeBMC
+
+USER, PASSWORD = "admin", "s3cret-bmc-pw"
+
+
+def entry(bmc: FakeBMC, password: str = PASSWORD, timeout: float = 10) -> dict[str, Any]:
+    return {
+        "driver": "ipmi",
+        "address": bmc.address,
+        "port": bmc.port,
+        "username": USER,
+        "password": password,
+        "timeout": timeout,
+    }
+
+
+def test_the_engine_checks_every_hosts_drivers_and_the_doctor_reads_them(
+    db: Database, sim: Any, engine_factory: Any, tmp_path: Path
+) -> None:
+    with FakeBMC(USER, PASSWORD) as good, FakeBMC(USER, PASSWORD) as dead:
+        dead.dead = True
+        segment = add_segment(db)
+        for name in ("compute-1", "compute-2", "compute-3", "compute-4"):
+            add_host(db, segment, name)
+        path = tmp_path / "fencing.yaml"
+        path.write_text(
+            json.dumps(
+                {
+                    "version": 1,
+                    "hosts": {
+                        "compute-1": [entry(good)],
+                        "compute-2": [entry(good, password="wrong")],
+                        "compute-3": [entry(dead, timeout=1.5), entry(good)],
+                    },
+                }
+            )
+        )
+        path.chmod(0o600)
+        conf = make_conf(sim, **{"fencing.config_file": str(path), "fencing.check_interval": 3600})
+        engine_factory(conf, fencing=HostFencing.from_conf(conf))
+
+        def recorded() -> dict[tuple[str, int], str]:
+            with db.reader() as s:
+                return {(c.host_name, c.position): c.result for c in fencing.checks(s)}
+
+        wait_for(lambda: len(recorded()) == 5, 60, "the first checks are recorded")
+        assert recorded() == {
+            ("compute-1", 0): "ok",
+            ("compute-2", 0): "refused",
+            ("compute-3", 0): "unreachable",
+            ("compute-3", 1): "ok",
+            ("compute-4", 0): "unfenced",
+        }
+        # read-only: nothing was switched
+        assert good.power == "on" and not {"off", "on"} & set(good.commands)
+
+        conf_file = tmp_path / "manage.conf"
+        write_engine_conf(conf_file, sim, str(db.engine.url))
+        out = io.StringIO()
+        with redirect_stdout(out):
+            code = manage.main(["--config-file", str(conf_file), "segment", "check"])
+        lines = [line for line in out.getvalue().splitlines() if " fencing " in line]
+        assert code == 2
+        assert lines[0].startswith("OK       fencing") and "1 host(s)" in lines[0]
+        assert any(
+            line.startswith("FAILURE  fencing") and "'compute-2': no fencing driver answers" in line
+            for line in lines
+        )
+        assert sum(line.startswith("WARNING  fencing") for line in lines) == 2
+
+
+def test_segment_check_runs_the_checks_live_when_it_can_read_the_file(
+    db: Database, sim: Any, tmp_path: Path
+) -> None:
+    with FakeBMC(USER, PASSWORD) as good:
+        segment = add_segment(db)
+        add_host(db, segment, "compute-1")
+        path = tmp_path / "fencing.yaml"
+        path.write_text(json.dumps({"version": 1, "hosts": {"compute-1": [entry(good)]}}))
+        path.chmod(0o600)
+        conf_file = tmp_path / "manage.conf"
+        write_engine_conf(conf_file, sim, str(db.engine.url))
+        with open(conf_file, "a") as f:
+            f.write(f"[fencing]\nconfig_file = {path}\n")
+        out = io.StringIO()
+        with redirect_stdout(out):
+            manage.main(["--config-file", str(conf_file), "segment", "check"])
+        assert "OK       fencing" in out.getvalue()
+        assert "status" in good.commands
+        with db.reader() as s:  # made live, recorded nowhere
+            assert s.scalars(sa.select(FenceCheck)).all() == []
+
+
+def test_masakari_engine_refuses_a_fencing_file_that_does_not_load(tmp_path: Path) -> None:
+    path = tmp_path / "fencing.yaml"
+    path.write_text("version: 1\nhosts:\n  compute-1:\n    - driver: ipmi\n      password: x\n")
+    conf_file = tmp_path / "engine.conf"
+    conf_file.write_text(
+        f"[database]\nconnection = sqlite:///{tmp_path}/m.db\n[fencing]\nconfig_file = {path}\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "masakari.cmd.engine", "--config-file", str(conf_file)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert f"fencing file {path}" in done.stderr and "hosts['compute-1'][0]" in done.stderr

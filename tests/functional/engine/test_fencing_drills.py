@@ -1,0 +1,478 @@
+"""Host fencing drills on PostgreSQL and MariaDB: engines fence failed hosts through fake IPMI
+BMCs on loopback (pyghmi's BMC server, tests/support/ipmi_bmc.py) before the Nova simulator
+sees any evacuation.
+
+Asserted on what the BMCs received and their power state, what Nova received, and the
+database's rows; never on logs. The timings are short (a driver gives up after 1.5 s, a
+power off is confirmed within 1.5 s): each drill takes seconds.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import signal
+import socket
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from masakari import metrics
+from masakari.compute.nova import NovaClient
+from masakari.db import holds, migration
+from masakari.db.database import Database
+from masakari.db.models import FenceAttempt, Notification, RecoveryTask
+from masakari.engine.fencing import HostFencing
+from masakari.engine.service import EngineService
+from masakari.ha import notifications as notifications_api
+from tests.db import backends
+from tests.fakes.nova import NovaSimulator
+from tests.functional.engine.conftest import (
+    HOST_DOWN,
+    add_host,
+    add_segment,
+    make_conf,
+    notify,
+    spawn_engine,
+    status_of,
+    wait_for,
+    wait_status,
+    write_engine_conf,
+)
+from tests.support.ipmi_bmc import FakeBMC
+from tests.support.kdump_sender import FENCE_KDUMP_SEND, fence_kdump_send
+from tests.support.redfish_bmc import RedfishBMC
+
+USER, PASSWORD = "admin", "s3cret-bmc-pw"
+# A call to a dead BMC gives up after this; a live one may take the default's order (each
+# IPMI call is a child process, slow to start on a loaded machine). A power off is confirmed
+# within CONFIRM_TIMEOUT.
+DEAD_TIMEOUT = 1.5
+LIVE_TIMEOUT = 10.0
+CONFIRM_TIMEOUT = 1.5
+FENCING = {
+    "fencing.confirm_interval": 0.2,
+    "fencing.confirm_timeout": CONFIRM_TIMEOUT,
+    "fencing.check_interval": 0,
+    # Without host fencing's hand-off the evacuations would wait 3 minutes: they do not.
+    "wait_period_after_service_update": 180,
+}
+
+
+@pytest.fixture(params=["postgresql", "mysql"])
+def server_db(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[Database]:
+    reason = backends.server_reachable(request.param)
+    if reason:
+        if request.config.getoption("--require-servers"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    with backends.temporary_database(request.param, str(tmp_path)) as url:
+        db = Database.from_url(url)
+        migration.upgrade(db.engine)
+        yield db
+        db.dispose()
+
+
+@pytest.fixture
+def sim() -> Iterator[NovaSimulator]:
+    with NovaSimulator() as simulator:
+        yield simulator
+
+
+@pytest.fixture
+def bmcs() -> Iterator[Callable[..., FakeBMC]]:
+    made: list[FakeBMC] = []
+
+    def make(**knobs: Any) -> FakeBMC:
+        bmc = FakeBMC(USER, PASSWORD)
+        for name, value in knobs.items():
+            setattr(bmc, name, value)
+        made.append(bmc)
+        return bmc
+
+    yield make
+    for bmc in made:
+        bmc.close()
+
+
+def ipmi(bmc: FakeBMC, name: str = "") -> dict[str, Any]:
+    timeout = DEAD_TIMEOUT if bmc.dead else LIVE_TIMEOUT
+    entry = {
+        "driver": "ipmi",
+        "address": bmc.address,
+        "port": bmc.port,
+        "username": USER,
+        "password": PASSWORD,
+        "timeout": timeout,
+    }
+    return {**entry, "name": name} if name else entry
+
+
+def fencing_file(tmp_path: Path, hosts: dict[str, list[dict[str, Any]]]) -> str:
+    path = tmp_path / "fencing.yaml"
+    path.write_text(json.dumps({"version": 1, "hosts": hosts}))  # JSON is YAML
+    path.chmod(0o600)
+    return str(path)
+
+
+@pytest.fixture
+def engines(server_db: Database, sim: NovaSimulator) -> Iterator[Callable[..., EngineService]]:
+    """In-process engines on the server database, each calling Nova as its own user."""
+    started: list[EngineService] = []
+    db = Database.from_url(server_db.engine.url.render_as_string(hide_password=False))
+    # Once, before any engine connects: the session limits masakari-engine sets.
+    db.limit_sessions(idle_in_transaction=make_conf(sim).engine_claim_margin, lock_wait=5)
+
+    def start(user: str, config_file: str, **overrides: Any) -> EngineService:
+        conf = make_conf(
+            sim,
+            os_privileged_user_name=user,
+            host=user,
+            wait_period_after_evacuation=30,
+            **{"fencing.config_file": config_file, **FENCING, **overrides},
+        )
+        nova = NovaClient(sim.session(username=user), timeout=5)
+        service = EngineService(
+            conf, db, nova, sweep_interval=0.3, fencing=HostFencing.from_conf(conf)
+        )
+        service.start()
+        started.append(service)
+        return service
+
+    yield start
+    for service in started:
+        service.stop()
+    db.dispose()
+
+
+def failed_host(
+    db: Database,
+    sim: NovaSimulator,
+    segment: str,
+    name: str,
+    instances: int = 2,
+    status: str = "enabled",
+) -> tuple[str, list[str]]:
+    """A host with HA instances that is still up in Nova (its monitor saw it die)."""
+    sim.add_service(name, status=status)
+    servers = [sim.add_server(host=name, metadata={"HA_Enabled": "True"}) for _ in range(instances)]
+    return add_host(db, segment, name), servers
+
+
+class Events:
+    """Stands for the engine's versioned notifier: what the runner asked it to send (the
+    host.update notices, which ask ``enabled`` first, stay off)."""
+
+    enabled = False
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, dict[str, Any], str]] = []
+
+    def emit(
+        self, event_type: str, payload: dict[str, Any], error: bool = False, warning: bool = False
+    ) -> None:
+        self.sent.append(
+            (event_type, payload, "error" if error else "warning" if warning else "info")
+        )
+
+    def wait_for(self, event_type: str) -> tuple[str, dict[str, Any], str]:
+        return wait_for(
+            lambda: next((e for e in self.sent if e[0] == event_type), None), 10, event_type
+        )
+
+
+def counted(name: str, *labels: str) -> float:
+    counter = getattr(metrics.instruments(), name)
+    return float((counter.labels(*labels) if labels else counter)._value.get())
+
+
+def sent(bmc: FakeBMC) -> list[str]:
+    """What the BMC received, pyghmi's retransmissions counted once."""
+    return [c for i, c in enumerate(bmc.commands) if i == 0 or bmc.commands[i - 1] != c]
+
+
+def mutations(sim: NovaSimulator) -> list[Any]:
+    return [c for c in sim.calls if c.method in ("POST", "PUT", "DELETE")]
+
+
+def evacuations(sim: NovaSimulator) -> list[Any]:
+    return [c for c in mutations(sim) if isinstance(c.body, dict) and "evacuate" in c.body]
+
+
+def attempts(db: Database, nid: str) -> list[tuple[int, str, str]]:
+    with db.reader() as s:
+        rows = s.scalars(
+            sa.select(FenceAttempt)
+            .where(FenceAttempt.notification_uuid == nid)
+            .order_by(FenceAttempt.id)
+        )
+        return [(r.position, r.action, r.result) for r in rows]
+
+
+def fence_task(db: Database, nid: str) -> list[tuple[int, str, list[str]]]:
+    with db.reader() as s:
+        rows = s.scalars(
+            sa.select(RecoveryTask)
+            .where(RecoveryTask.notification_uuid == nid, RecoveryTask.name == "FenceHostTask")
+            .order_by(RecoveryTask.attempt)
+        )
+        return [(r.attempt, r.state, [d["message"] for d in json.loads(r.details)]) for r in rows]
+
+
+def held(db: Database, nid: str) -> str | None:
+    with db.reader() as s:
+        return holds.reasons(s, [nid]).get(nid)
+
+
+def assert_evacuated_once(sim: NovaSimulator, servers: list[str], source: str) -> None:
+    assert sorted(
+        c.path for c in evacuations(sim) if c.path in {f"/servers/{v}/action" for v in servers}
+    ) == sorted(f"/servers/{v}/action" for v in servers)
+    for vm in servers:
+        assert sim.evacuations_accepted.get(vm) == 1, vm
+        assert sim.server(vm)["OS-EXT-SRV-ATTR:host"] != source, vm
+
+
+def test_a_bmc_that_still_reads_on_is_held_until_released(
+    server_db: Database, sim: NovaSimulator, bmcs: Any, engines: Any, tmp_path: Path
+) -> None:
+    bmc = bmcs(stuck=True)  # accepts the power off, and the host stays on
+    segment = add_segment(server_db)
+    host, servers = failed_host(server_db, sim, segment, "compute-1")
+    sim.add_service("compute-2")
+    engine = engines("engine-a", fencing_file(tmp_path, {"compute-1": [ipmi(bmc)]}))
+    engine.runner.notifier = sent_events = Events()
+    held_before = counted("notifications_held", "power_fencing_failed")
+    failures_before = counted("fence_failures")
+
+    nid = notify(server_db, host, "COMPUTE_HOST", HOST_DOWN)
+    reason = wait_for(lambda: held(server_db, nid), 30, "the notification is held")
+
+    assert reason == f"power fencing failed: ipmi 127.0.0.1:{bmc.port}: not off within 1.5 s"
+    assert status_of(server_db, nid) == "new"
+    assert bmc.power == "on" and sent(bmc)[:2] == ["off", "status"]
+    assert mutations(sim) == []  # nothing asked of Nova: no force down, no evacuation
+    assert attempts(server_db, nid) == [(0, "off", "done"), (0, "status", "timeout")]
+    [(_, state, messages)] = fence_task(server_db, nid)
+    assert state == "FAILURE" and messages[-1] == f"Held for an operator: {reason}"
+    # the hold is told: a versioned notification, and the counters
+    event, payload, priority = sent_events.wait_for("notification.process.held")
+    data = payload["masakari_object.data"]
+    assert (priority, data["notification_uuid"], data["status"]) == ("warning", nid, "held")
+    assert data["fault"]["masakari_object.data"]["exception_message"] == reason
+    assert counted("notifications_held", "power_fencing_failed") == held_before + 1
+    assert counted("fence_failures") == failures_before + 1
+
+    # The operator checked the host: it is dead. The release recovers it, fencing no more.
+    sim.tie_power("compute-1", bmc)
+    offs = sent(bmc).count("off")
+    notifications_api.release(server_db, nid)
+    assert wait_status(server_db, nid) == "finished"
+    assert_evacuated_once(sim, servers, "compute-1")
+    assert sent(bmc).count("off") == offs
+    assert attempts(server_db, nid)[-1] == (-1, "release", "dead")
+    assert "released by an operator" in fence_task(server_db, nid)[-1][2][-1]
+
+
+def test_an_unreachable_bmc_is_held_and_so_is_a_host_without_driver(
+    server_db: Database, sim: NovaSimulator, bmcs: Any, engines: Any, tmp_path: Path
+) -> None:
+    bmc = bmcs(dead=True)  # a total power loss: the BMC is gone with the host
+    segment = add_segment(server_db)
+    host, _ = failed_host(server_db, sim, segment, "compute-1")
+    bare, _ = failed_host(server_db, sim, segment, "compute-2")
+    sim.add_service("compute-3")
+    engines(
+        "engine-a",
+        fencing_file(tmp_path, {"compute-1": [ipmi(bmc)]}),
+        **{"fencing.unfenced_hosts": "hold"},
+    )
+
+    nid = notify(server_db, host, "COMPUTE_HOST", HOST_DOWN)
+    other = notify(server_db, bare, "COMPUTE_HOST", HOST_DOWN)
+    reason = wait_for(lambda: held(server_db, nid), 30, "the unreachable host is held")
+    assert reason.startswith(f"power fencing failed: ipmi 127.0.0.1:{bmc.port}: power off: ")
+    assert attempts(server_db, nid) == [(0, "off", "unreachable")]
+    assert wait_for(lambda: held(server_db, other), 30, "the host without driver is held") == (
+        "no power fencing configured"
+    )
+    assert attempts(server_db, other) == []
+    assert mutations(sim) == []
+
+    notifications_api.cancel(server_db, other)
+    assert status_of(server_db, other) == "ignored"
+    assert mutations(sim) == []
+
+
+def test_the_second_driver_fences_when_the_first_fails(
+    server_db: Database, sim: NovaSimulator, bmcs: Any, engines: Any, tmp_path: Path
+) -> None:
+    first = bmcs(dead=True)
+    with RedfishBMC(USER, PASSWORD) as second:  # sushy-tools' emulator, its fake system
+        sim.tie_power("compute-1", second)
+        segment = add_segment(server_db)
+        host, servers = failed_host(server_db, sim, segment, "compute-1")
+        sim.add_service("compute-2")
+        redfish = {
+            "driver": "redfish",
+            "name": "redfish-b",
+            "address": second.url,
+            "username": USER,
+            "password": PASSWORD,
+            "timeout": LIVE_TIMEOUT,
+        }
+        engines("engine-a", fencing_file(tmp_path, {"compute-1": [ipmi(first), redfish]}))
+
+        nid = notify(server_db, host, "COMPUTE_HOST", HOST_DOWN)
+        assert wait_status(server_db, nid) == "finished"
+
+        assert second.power() == "off" and second.resets() == ["ForceOff"]
+    assert sent(first) == []
+    assert attempts(server_db, nid) == [
+        (0, "off", "unreachable"),
+        (1, "off", "done"),
+        (1, "status", "off"),
+    ]
+    assert_evacuated_once(sim, servers, "compute-1")
+    with server_db.reader() as s:
+        proof = s.scalars(
+            sa.select(FenceAttempt).where(
+                FenceAttempt.notification_uuid == nid, FenceAttempt.result == "off"
+            )
+        ).one()
+    confirmed = (proof.started_at + datetime.timedelta(seconds=proof.duration or 0)).replace(
+        tzinfo=datetime.UTC
+    )
+    # Nova heard of the failure only once the host read off: force down, then evacuations.
+    force_down, *rest = mutations(sim)
+    assert force_down.method == "PUT" and force_down.body == {"forced_down": True}
+    assert force_down.time >= confirmed.timestamp() - 0.01
+    assert min(c.time for c in evacuations(sim)) >= force_down.time
+
+
+def test_a_kdump_message_proves_the_crash_without_a_power_off(
+    request: pytest.FixtureRequest,
+    server_db: Database,
+    sim: NovaSimulator,
+    bmcs: Any,
+    engines: Any,
+    tmp_path: Path,
+) -> None:
+    if not os.access(FENCE_KDUMP_SEND, os.X_OK):
+        reason = f"{FENCE_KDUMP_SEND} missing (Debian package fence-agents)"
+        if request.config.getoption("--require-servers"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    bmc = bmcs()
+    segment = add_segment(server_db)
+    host, servers = failed_host(server_db, sim, segment, "compute-1")
+    sim.add_service("compute-2")
+    # The crashed host's kdump kernel sends from 127.0.0.1 (loopback's only source).
+    kdump_entry = {"driver": "kdump", "address": "127.0.0.1", "wait": 10}
+    config = fencing_file(tmp_path, {"compute-1": [kdump_entry, ipmi(bmc)]})
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:  # a free UDP port
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    engine = engines("engine-a", config, **{"fencing.kdump_listen": f"127.0.0.1:{port}"})
+
+    nid = notify(server_db, host, "COMPUTE_HOST", HOST_DOWN)
+    sim.power_off("compute-1")  # the kernel crashed: no more heartbeats
+    fence_kdump_send(engine.kdump.port, count=1)  # Debian's own sender
+    assert wait_status(server_db, nid) == "finished"
+
+    assert sent(bmc) == [] and bmc.power == "on"  # never asked: the crash is the proof
+    assert attempts(server_db, nid) == [(0, "kdump", "crashed")]
+    assert_evacuated_once(sim, servers, "compute-1")
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait(timeout=10)
+
+
+def test_an_engine_killed_between_fence_and_evacuations(
+    server_db: Database, sim: NovaSimulator, bmcs: Any, engines: Any, tmp_path: Path
+) -> None:
+    bmc = bmcs()
+    sim.tie_power("compute-1", bmc)
+    segment = add_segment(server_db)
+    host, servers = failed_host(server_db, sim, segment, "compute-1", instances=3)
+    sim.add_service("compute-2")
+    config = fencing_file(tmp_path, {"compute-1": [ipmi(bmc)]})
+    # Engine A's force down hangs in Nova: A is killed there, after the fence.
+    sim.slow(30, method="PUT", path="/os-services/{id}", times=1)
+    conf_file = tmp_path / "engine-a.conf"
+    url = server_db.engine.url.render_as_string(hide_password=False)
+    write_engine_conf(conf_file, sim, url, user="engine-a", wait_period_after_service_update=180)
+    with open(conf_file, "a") as f:
+        f.write(
+            f"[fencing]\nconfig_file = {config}\nconfirm_interval = 0.2\n"
+            f"confirm_timeout = {CONFIRM_TIMEOUT}\ncheck_interval = 0\n"
+        )
+    engine_a = spawn_engine(conf_file, tmp_path / "engine-a.log")
+    try:
+        nid = notify(server_db, host, "COMPUTE_HOST", HOST_DOWN)
+        wait_for(
+            lambda: any(c.method == "PUT" for c in sim.calls_by("engine-a")), 60, "A forces down"
+        )
+    finally:
+        _stop(engine_a)
+    assert attempts(server_db, nid) == [(0, "off", "done"), (0, "status", "off")]
+    assert evacuations(sim) == []
+
+    engines("engine-b", config)
+    assert wait_status(server_db, nid, timeout=60) == "finished"
+
+    assert sent(bmc).count("off") == 1  # no second power off
+    assert attempts(server_db, nid) == [(0, "off", "done"), (0, "status", "off")]
+    assert_evacuated_once(sim, servers, "compute-1")
+    assert {c.caller for c in evacuations(sim)} == {"engine-b"}
+    assert "not fenced again" in fence_task(server_db, nid)[-1][2][-1]
+
+
+def test_ten_hosts_fenced_at_once_through_three_engines(
+    server_db: Database, sim: NovaSimulator, bmcs: Any, engines: Any, tmp_path: Path
+) -> None:
+    segment = add_segment(server_db)
+    hosts, fenced = {}, {}
+    for i in range(1, 11):
+        name = f"compute-{i}"
+        bmc = fenced[name] = bmcs()
+        sim.tie_power(name, bmc)
+        # Disabled already: Nova's scheduler sends no instance to a host about to be fenced.
+        hosts[name] = failed_host(server_db, sim, segment, name, instances=1, status="disabled")
+    sim.add_service("spare-1")
+    sim.add_service("spare-2")
+    config = fencing_file(tmp_path, {name: [ipmi(bmc)] for name, bmc in fenced.items()})
+    for user in ("engine-a", "engine-b", "engine-c"):
+        engines(user, config)
+
+    nids = {
+        name: notify(server_db, host, "COMPUTE_HOST", HOST_DOWN)
+        for name, (host, _) in hosts.items()
+    }
+    for nid in nids.values():
+        assert wait_status(server_db, nid, timeout=90) == "finished"
+
+    for name, bmc in fenced.items():
+        assert bmc.power == "off" and sent(bmc).count("off") == 1, name
+        assert attempts(server_db, nids[name]) == [(0, "off", "done"), (0, "status", "off")]
+        assert_evacuated_once(sim, hosts[name][1], name)
+    assert len({c.caller for c in evacuations(sim)}) >= 2  # the work was shared
+    with server_db.reader() as s:
+        assert (
+            s.scalar(
+                sa.select(sa.func.count())
+                .select_from(Notification)
+                .where(Notification.status != "finished")
+            )
+            == 0
+        )

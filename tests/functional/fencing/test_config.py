@@ -1,0 +1,215 @@
+"""The fencing file: lookup order, {host}, strict checks with errors that name the file and
+the entry and never a value, and the permission warning."""
+
+from __future__ import annotations
+
+import logging
+import os
+import pathlib
+import textwrap
+
+import pytest
+
+from masakari.fencing import base
+from masakari.fencing.config import FencingFile, FencingFileError
+
+SECRET = "T0P-s3cret-9f2c"
+
+EXAMPLE = textwrap.dedent(
+    f"""\
+    version: 1
+    hosts:
+      compute-01:
+        - driver: ipmi
+          name: bmc
+          address: 10.0.0.11
+          port: 6230
+          username: admin
+          password: "{SECRET}"
+          timeout: 4
+      "rack2-*":
+        - driver: kdump
+          address: "{{host}}.mgmt"
+          wait: 5
+        - driver: redfish
+          address: "https://{{host}}-bmc.mgmt"
+          username: fence
+          password: "{SECRET}-{{host}}"
+          system: /redfish/v1/Systems/{{host}}
+          verify: false
+      "rack2-1*":
+        - driver: ipmi
+          address: never-used
+          username: a
+          password: b
+      rack2-9: []
+    segments:
+      1f7a4b36-5a39-4b7e-9a55-0c1f6cbd2b1a:
+        - driver: agent
+          agent: fence_ipmilan
+          address: "{{host}}-ipmi"
+          username: admin
+          password: "{SECRET}"
+          args: {{lanplus: true, power_timeout: 5, method: onoff}}
+      segment-a:
+        - driver: kdump
+          address: 192.0.2.1
+    """
+)
+
+
+@pytest.fixture
+def fencing() -> FencingFile:
+    return FencingFile.parse(EXAMPLE, "/etc/masakari/fencing.yaml")
+
+
+def test_an_exact_name_comes_first(fencing) -> None:
+    (spec,) = fencing.drivers_for("compute-01", "segment-a")
+    assert spec == base.DriverSpec(
+        type="ipmi",
+        address="10.0.0.11",
+        port=6230,
+        username="admin",
+        password=SECRET,
+        timeout=4.0,
+        options={},
+        name="bmc",
+    )
+
+
+def test_patterns_in_file_order_and_host_filled_in(fencing) -> None:
+    # rack2-12 matches both patterns: the first in the file wins.
+    kdump, redfish = fencing.drivers_for("rack2-12")
+    assert (kdump.type, kdump.address, kdump.options) == ("kdump", "rack2-12.mgmt", {"wait": "5"})
+    assert redfish.address == "https://rack2-12-bmc.mgmt"
+    assert redfish.password == f"{SECRET}-rack2-12"
+    assert redfish.options == {"system": "/redfish/v1/Systems/rack2-12", "verify": "0"}
+    assert redfish.timeout == base.DriverSpec.timeout
+
+
+def test_segment_default_by_uuid_then_name(fencing) -> None:
+    (agent,) = fencing.drivers_for("compute-7", "segment-a", "1f7a4b36-5a39-4b7e-9a55-0c1f6cbd2b1a")
+    assert agent.type == "agent"
+    assert agent.address == "compute-7-ipmi"
+    assert agent.options == {
+        "agent": "fence_ipmilan",
+        "lanplus": "1",
+        "power_timeout": "5",
+        "method": "onoff",
+    }
+    (kdump,) = fencing.drivers_for("compute-7", "segment-a", "another-uuid")
+    assert kdump.address == "192.0.2.1"
+
+
+def test_no_entry_and_an_empty_list_give_no_driver(fencing) -> None:
+    assert fencing.drivers_for("compute-7", "segment-b", "another-uuid") is None
+    assert fencing.drivers_for("compute-7") is None
+    # An empty list is "no driver" even where a pattern and the segment would give some.
+    assert fencing.drivers_for("rack2-9", "segment-a") is None
+
+
+def test_the_lists_are_the_callers_own(fencing) -> None:
+    fencing.drivers_for("rack2-12").clear()
+    assert len(fencing.drivers_for("rack2-12")) == 2
+
+
+def test_hosts_patterns_and_segments_in_file_order(fencing) -> None:
+    assert fencing.hosts_patterns() == ["compute-01", "rack2-9", "rack2-*", "rack2-1*"]
+    assert fencing.segments() == ["1f7a4b36-5a39-4b7e-9a55-0c1f6cbd2b1a", "segment-a"]
+
+
+def test_no_secret_in_reprs(fencing) -> None:
+    specs = fencing.drivers_for("rack2-12") + fencing.drivers_for("compute-01")
+    shown = repr(fencing) + repr(specs) + " ".join(spec.describe() for spec in specs)
+    assert SECRET not in shown
+
+
+def entry(**fields: object) -> str:
+    body = {"driver": "ipmi", "address": "bmc", "username": "admin", "password": SECRET}
+    body.update(fields)
+    body = {key: value for key, value in body.items() if value is not None}
+    return "hosts:\n  compute-1:\n    - " + "\n      ".join(
+        f"{key}: {value}" for key, value in body.items()
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("", "empty"),
+        ("hosts: {}", "neither hosts: nor segments: has an entry"),
+        ("hostz: {}", "unknown key(s): hostz"),
+        ("version: 2\nhosts: {a: []}", "version: must be 1"),
+        ("hosts: [a]", "hosts: must be a mapping"),
+        ("hosts: {compute-1: {driver: ipmi}}", "hosts.compute-1: must be a list"),
+        ("hosts: {compute-1: [ipmi]}", "hosts['compute-1'][0]: must be a mapping"),
+        (entry(driver="wol"), "hosts['compute-1'][0]: 'driver' must be one of"),
+        (entry(password=None), "hosts['compute-1'][0] (ipmi): 'password' is required"),
+        (entry(password=987654321), "password: must be a string (quote it)"),
+        (entry(port=0), "port: must be >= 1"),
+        (entry(port='"623"'), "port: must be an integer"),
+        (entry(timeout=0), "timeout: must be > 0"),
+        (entry(timeout=3600), "timeout: must be <= 300"),
+        (entry(address='""'), "address: must not be empty"),
+        (entry(system="/x"), "unknown key(s): system"),
+        (entry(driver="redfish", verify='""'), "verify: must not be empty"),
+        (entry(driver="agent"), "'agent' is required"),
+        (entry(driver="agent", agent='"rm -rf /"'), "agent: must be a fence agent's name"),
+        (entry(driver="agent", agent="fence_x", args="{passwd: x}"), "args: passwd may not"),
+        (entry(driver="agent", agent="fence_x", args="{Bad Name: x}"), "names must be"),
+        (entry(driver="agent", agent="fence_x", args="{a: [1]}"), "args.a: must be a string"),
+        ("hosts: {compute-1: [{driver: kdump}]}", "'address' is required"),
+        ("hosts: {compute-1: [{driver: kdump, address: a, password: p}]}", "unknown key(s)"),
+        ("hosts: {'rack[1-3': []}", "unbalanced [ ]"),
+        ("hosts:\n  a: []\n  a: []", "line 3, column 3: key 'a' given twice"),
+        (f'hosts:\n  a:\n    - password: "{SECRET}', "not valid YAML: line 3"),
+        (f"hosts:\n  a:\n\t- password: {SECRET}", "not valid YAML: line 3"),
+    ],
+)
+def test_errors_name_the_file_and_the_entry_never_a_value(text, says) -> None:
+    with pytest.raises(FencingFileError) as caught:
+        FencingFile.parse(text, "/etc/masakari/fencing.yaml")
+    message = str(caught.value)
+    assert message.startswith("fencing file /etc/masakari/fencing.yaml: ")
+    assert says in message
+    assert SECRET not in message and "987654321" not in message
+
+
+def test_load_reads_the_file_and_warns_once_when_others_may_read_it(tmp_path, caplog) -> None:
+    path = tmp_path / "fencing.yaml"
+    path.write_text(EXAMPLE)
+    os.chmod(path, 0o600)
+    with caplog.at_level(logging.WARNING, logger="masakari.fencing.config"):
+        loaded = FencingFile.load(str(path))
+    assert loaded.drivers_for("compute-01")[0].password == SECRET
+    assert caplog.records == []
+
+    os.chmod(path, 0o640)
+    with caplog.at_level(logging.WARNING, logger="masakari.fencing.config"):
+        FencingFile.load(str(path))
+    (warning,) = caplog.records
+    assert str(path) in warning.getMessage() and "0o640" in warning.getMessage()
+    assert SECRET not in warning.getMessage()
+
+
+def test_load_of_a_missing_or_unreadable_file(tmp_path) -> None:
+    with pytest.raises(FencingFileError, match=r"fencing\.yaml: cannot be read: No such file"):
+        FencingFile.load(str(tmp_path / "fencing.yaml"))
+    binary = tmp_path / "binary.yaml"
+    binary.write_bytes(b"\xff\xfe" + SECRET.encode())
+    with pytest.raises(FencingFileError, match="not UTF-8") as caught:
+        FencingFile.load(str(binary))
+    assert SECRET not in str(caught.value)
+
+
+def test_the_sample_file_is_a_valid_fencing_file() -> None:
+    sample = pathlib.Path(__file__).resolve().parents[3] / "etc/masakari/fencing.yaml.sample"
+    fencing = FencingFile.parse(sample.read_text(), str(sample))
+    assert [s.type for s in fencing.drivers_for("compute-01")] == ["ipmi", "redfish"]
+    assert [s.address for s in fencing.drivers_for("rack2-03")] == [
+        "rack2-03.mgmt",
+        "https://rack2-03-bmc.mgmt",
+    ]
+    assert fencing.drivers_for("rack2-17", "segment-az1") is None
+    (agent,) = fencing.drivers_for("compute-99", "segment-az1")
+    assert agent.options == {"agent": "fence_ipmilan", "lanplus": "1", "power_timeout": "15"}

@@ -1,0 +1,175 @@
+"""The fence_kdump listener on loopback: Debian's fence_kdump_send and a sender of the
+tests' own that plays several hosts; garbage is counted and ignored."""
+
+from __future__ import annotations
+
+import datetime
+import socket
+import struct
+import threading
+import time
+
+import pytest
+
+from masakari.fencing import base, drivers, kdump
+from masakari.fencing.kdump import KdumpListener, MemoryCrashProof
+from tests.functional.fencing.conftest import require_file
+from tests.support.kdump_sender import FENCE_KDUMP_SEND, fence_kdump_send, send_kdump
+
+WELL_WITHIN = 10
+START = datetime.datetime(2026, 1, 1)
+
+
+class Recorder:
+    """A sink that remembers what it got, and lets a test wait for it."""
+
+    def __init__(self) -> None:
+        self.got: list[tuple[str, datetime.datetime]] = []
+        self.cond = threading.Condition()
+
+    def __call__(self, address: str, received_at: datetime.datetime) -> None:
+        with self.cond:
+            self.got.append((address, received_at))
+            self.cond.notify_all()
+
+    def wait_for(self, count: int) -> list[str]:
+        with self.cond:
+            assert self.cond.wait_for(lambda: len(self.got) >= count, WELL_WITHIN), self.got
+            return [address for address, _ in self.got]
+
+
+@pytest.fixture
+def listener():
+    sink = Recorder()
+    with KdumpListener(sink, host="127.0.0.1", port=0) as running:
+        running.recorder = sink  # type: ignore[attr-defined]
+        yield running
+
+
+def test_fence_kdump_sends_message_is_received(request, listener) -> None:
+    require_file(request, FENCE_KDUMP_SEND, "fence-agents")
+    fence_kdump_send(listener.port, count=2, interval=1)
+    assert listener.recorder.wait_for(2) == ["127.0.0.1", "127.0.0.1"]
+    assert listener.ignored == 0
+
+
+def test_each_source_address_is_a_host(listener) -> None:
+    send_kdump(listener.port, source="127.0.0.7")
+    send_kdump(listener.port, source="127.0.0.8")
+    assert sorted(listener.recorder.wait_for(2)) == ["127.0.0.7", "127.0.0.8"]
+    (_, received_at), _ = listener.recorder.got
+    assert received_at.tzinfo is None  # naive UTC, as the database keeps times
+    now = datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
+    assert abs((now - received_at).total_seconds()) < 60
+
+
+@pytest.mark.parametrize("byteorder", ["little", "big"])
+def test_either_byte_order(listener, byteorder) -> None:
+    send_kdump(listener.port, payload=kdump.message(byteorder))
+    listener.recorder.wait_for(1)
+
+
+def test_garbage_is_counted_and_ignored(listener) -> None:
+    garbage = [
+        b"",
+        b"\x40\x2a\x30",  # too short
+        struct.pack("<II", 0xDEADBEEF, 1),  # not the magic
+        struct.pack("<II", kdump.MAGIC, 2),  # a version it does not know
+        b"GET / HTTP/1.1\r\n\r\n",
+    ]
+    for payload in garbage:
+        send_kdump(listener.port, source="127.0.0.9", payload=payload)
+    send_kdump(listener.port, source="127.0.0.10")
+    assert listener.recorder.wait_for(1) == ["127.0.0.10"]
+    assert (listener.received, listener.ignored) == (1, len(garbage))
+
+
+def test_a_failing_sink_does_not_stop_the_listener() -> None:
+    got: list[str] = []
+
+    def sink(address: str, received_at: datetime.datetime) -> None:
+        got.append(address)
+        if len(got) == 1:
+            raise RuntimeError("database down")
+
+    with KdumpListener(sink, host="127.0.0.1", port=0) as running:
+        send_kdump(running.port, source="127.0.0.11")
+        deadline = time.monotonic() + WELL_WITHIN
+        while not got:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        send_kdump(running.port, source="127.0.0.12")
+        while len(got) < 2:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        assert running.sink_failures == 1
+    assert got == ["127.0.0.11", "127.0.0.12"]
+
+
+def test_an_ipv6_listener_reports_ipv4_senders_plainly() -> None:
+    sink = Recorder()
+    running = KdumpListener(sink, host="::", port=0)
+    try:
+        running.start()
+    except OSError as exc:
+        pytest.skip(f"no IPv6: {exc}")
+    try:
+        send_kdump(running.port, source="127.0.0.13")
+        assert sink.wait_for(1) == ["127.0.0.13"]
+    finally:
+        running.stop()
+
+
+def test_stop_frees_the_port() -> None:
+    running = KdumpListener(Recorder(), host="127.0.0.1", port=0).start()
+    port = running.port
+    started = time.monotonic()
+    running.stop()
+    assert time.monotonic() - started < WELL_WITHIN
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        sock.bind(("127.0.0.1", port))
+
+
+def test_parse_listen() -> None:
+    assert kdump.parse_listen("0.0.0.0:7410") == ("0.0.0.0", 7410)
+    assert kdump.parse_listen(":7410") == ("0.0.0.0", 7410)
+    assert kdump.parse_listen("[::]:7410") == ("::", 7410)
+    assert kdump.parse_listen("192.0.2.1:1") == ("192.0.2.1", 1)
+    for bad in ("7410", "host:", "host:0", "host:65536", "host:port"):
+        with pytest.raises(ValueError, match="ADDRESS:PORT"):
+            kdump.parse_listen(bad)
+
+
+def test_memory_crash_proof() -> None:
+    proof: base.CrashProof = MemoryCrashProof()
+    assert proof.crashed_since("127.0.0.1", START) is None
+    proof("127.0.0.1", START + datetime.timedelta(seconds=5))  # type: ignore[operator]
+    proof("127.0.0.1", START + datetime.timedelta(seconds=2))  # type: ignore[operator]
+    newest = START + datetime.timedelta(seconds=5)
+    assert proof.crashed_since("127.0.0.1", START) == newest
+    assert proof.crashed_since("localhost", START) == newest  # a name, resolved
+    assert proof.crashed_since("127.0.0.1", newest) == newest
+    assert proof.crashed_since("127.0.0.1", newest + datetime.timedelta(seconds=1)) is None
+    assert proof.crashed_since("127.0.0.2", START) is None
+    assert proof.crashed_since("no-such-host.invalid", START) is None
+
+
+def test_the_listener_feeds_the_crash_proof(listener) -> None:
+    proof = MemoryCrashProof()
+    listener.sink = proof
+    before = datetime.datetime.now(datetime.UTC).replace(tzinfo=None) - datetime.timedelta(
+        seconds=1
+    )
+    send_kdump(listener.port, source="127.0.0.14")
+    deadline = time.monotonic() + WELL_WITHIN
+    while proof.crashed_since("127.0.0.14", before) is None:
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    assert proof.crashed_since("127.0.0.15", before) is None
+
+
+def test_check_of_a_kdump_entry_resolves_its_address() -> None:
+    ok = drivers.check(base.DriverSpec(base.KDUMP, address="localhost"))
+    assert (ok.ok, ok.reachable, ok.state) == (True, None, None)
+    bad = drivers.check(base.DriverSpec(base.KDUMP, address="no-such-host.invalid"))
+    assert not bad.ok and "does not resolve" in bad.error
