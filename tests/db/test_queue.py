@@ -141,7 +141,7 @@ def test_host_for_recovery(db):
             failover_segment_id=seg,
             segment_enabled=False,
             recovery_method="reserved_host",
-            segment_name="s-" + seg[:8],
+            segment_name="seg-" + seg[:8],  # the row builder names it so
         )
         assert hosts.get_for_recovery(s, str(uuid.uuid4())) is None
 
