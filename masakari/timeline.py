@@ -20,7 +20,7 @@ import sqlalchemy as sa
 from sqlalchemy import orm
 
 from masakari import exception, terminal
-from masakari.db import failures
+from masakari.db import failures, holds
 from masakari.db import fencing as fence_rows
 from masakari.db.models import Notification, RecoveryTask, VMove
 from masakari.ha import failed_task
@@ -85,6 +85,8 @@ class Timeline:
     failure_reason: str | None = None
     fencing: list[Bar] = dataclasses.field(default_factory=list)
     fence_attempts: list[fence_rows.Attempt] = dataclasses.field(default_factory=list)
+    # Why it waits for an operator (a guard, or host fencing that did not prove the host dead).
+    hold_reason: str | None = None
 
     @property
     def bars(self) -> list[Bar]:
@@ -184,6 +186,7 @@ def load(session: orm.Session, notification_uuid: str) -> Timeline:
         failure_reason=None if failure is None else failure.reason,
         fencing=fencing,
         fence_attempts=attempts,
+        hold_reason=holds.reasons(session, [notification_uuid]).get(notification_uuid),
     )
 
 
@@ -205,6 +208,7 @@ def text(timeline: Timeline) -> str:
         f"reported {_clock(t.generated_time)}  received {_clock(t.created_at)}"
         f"  last change {_clock(t.updated_at)}",
         *([f"failure reason: {c(t.failure_reason)}"] if t.failure_reason is not None else []),
+        *([f"held: {c(t.hold_reason)}"] if t.hold_reason is not None else []),
         "",
         "tasks:",
     ]
@@ -314,6 +318,8 @@ def html(timeline: Timeline) -> str:
     failure = ""
     if t.failure_reason is not None:
         failure = f"<dt>failure reason</dt><dd>{_e(t.failure_reason)}</dd>"
+    if t.hold_reason is not None:
+        failure += f"<dt>held</dt><dd>{_e(t.hold_reason)}</dd>"
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <title>Recovery of notification {_e(t.notification_uuid)}</title>
