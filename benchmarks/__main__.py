@@ -39,6 +39,7 @@ BENCHMARKS = {
     "rack": Benchmark("rack_bench", reference="--reference-python"),
     "recovery": Benchmark("recovery_bench", reference="--reference-python"),
     "takeover": Benchmark("takeover_bench"),
+    "fence": Benchmark("fence_bench"),
     "wakeup": Benchmark("wakeup_bench"),
     "metrics-cost": Benchmark("metrics_cost"),
     "profile": Benchmark("api_profile", tool=True),

@@ -94,6 +94,7 @@ class Timeline:
     fencing: list[Bar] = dataclasses.field(default_factory=list)
     fence_attempts: list[fence_rows.Attempt] = dataclasses.field(default_factory=list)
     evidence: list[Bar] = dataclasses.field(default_factory=list)
+    # Why it waits for an operator (a guard, or host fencing that did not prove the host dead).
     hold_reason: str | None = None
 
     @property
@@ -184,7 +185,6 @@ def load(session: orm.Session, notification_uuid: str) -> Timeline:
     ]
     return Timeline(
         evidence=[_evidence_bar(item) for item in evidence_db.of(session, notification_uuid)],
-        hold_reason=holds.reasons(session, [notification_uuid]).get(notification_uuid),
         notification_uuid=row.notification_uuid,
         type=row.type,
         status=row.status,
@@ -196,6 +196,7 @@ def load(session: orm.Session, notification_uuid: str) -> Timeline:
         failure_reason=None if failure is None else failure.reason,
         fencing=fencing,
         fence_attempts=attempts,
+        hold_reason=holds.reasons(session, [notification_uuid]).get(notification_uuid),
     )
 
 

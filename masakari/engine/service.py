@@ -110,6 +110,9 @@ class EngineService:
             if conf.evacuation_batched_polling
             else None
         )
+        # Read here unless given (masakari-engine reads it first, to stop on a bad file):
+        # an engine built with [fencing] config_file set never recovers a host unfenced.
+        self.fencing = fencing if fencing is not None else HostFencing.from_conf(conf)
         self.runner = Runner(
             conf=conf,
             db=db,
@@ -121,7 +124,7 @@ class EngineService:
             release=self.heartbeat.release,
             slots=self.slots,
             host_poller=self.host_poller,
-            fencing=fencing,
+            fencing=self.fencing,
         )
         self.intake = Intake(
             conf,
@@ -143,11 +146,10 @@ class EngineService:
         self.locks = locks.LockReconciler(
             db, lambda: self.nova, self.clock.now, self.clock.monotonic
         )
-        self.fencing = fencing
         self.kdump = _kdump_listener(conf, db, self.owner)
         self.fence_checker = (
-            FenceChecker(db, fencing, self.clock, self.owner, conf.fencing.kdump_listen)
-            if fencing is not None
+            FenceChecker(db, self.fencing, self.clock, self.owner, conf.fencing.kdump_listen)
+            if self.fencing is not None
             else None
         )
         self.periodic = periodic.Periodic(

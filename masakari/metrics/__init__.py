@@ -13,11 +13,14 @@ import dataclasses
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any, Generic, TypeVar
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+
+T = TypeVar("T")
 
 # A BMC answers in tens of milliseconds to seconds; a confirmation polls up to
 # [fencing] confirm_timeout (30 s by default), a kdump entry waits its own time.
@@ -56,26 +59,36 @@ def multiprocess() -> bool:
     return bool(os.environ.get(MULTIPROC_ENV))
 
 
-_CREATING = threading.Lock()
-_made: list[Instruments] = []
-
-
-def instruments() -> Instruments:
-    """The instruments, created by the first caller. Threads of one process (an API
+class Once(Generic[T]):
+    """A set of instruments created by its first user. Threads of one process (an API
     worker's requests, an engine's recoveries) may all count at once in a fresh process:
     two creations would register each name twice, and the loser's request would fail."""
-    if not _made:
-        with _CREATING:
-            if not _made:
-                _made.append(_create())
-    return _made[0]
+
+    def __init__(self, create: Callable[[], T]) -> None:
+        self._create = create
+        self._lock = threading.Lock()
+        self._made: list[T] = []
+        _EVERY_SET.append(self)
+
+    def __call__(self) -> T:
+        if not self._made:
+            with self._lock:
+                if not self._made:
+                    self._made.append(self._create())
+        return self._made[0]
+
+    def forget(self) -> None:
+        with self._lock:
+            self._made.clear()
+
+
+_EVERY_SET: list[Once[Any]] = []
 
 
 def forget_instruments() -> None:
-    """The next call creates the instruments again (after a switch to multi-process
-    values)."""
-    with _CREATING:
-        _made.clear()
+    """The next use of each set creates it again (after a switch to multi-process values)."""
+    for made in _EVERY_SET:
+        made.forget()
 
 
 def _create() -> Instruments:
@@ -185,6 +198,9 @@ def _create() -> Instruments:
             registry=registry,
         ),
     )
+
+
+instruments = Once(_create)
 
 
 def notification_received(kind: str, code: int) -> None:

@@ -8,7 +8,6 @@ engines' largest value: what an alert on "any engine" wants).
 from __future__ import annotations
 
 import dataclasses
-import threading
 
 from prometheus_client import Counter, Gauge
 
@@ -32,18 +31,6 @@ class Instruments:
     gate_active: Gauge
     deferred: Gauge
     verdicts: Counter
-
-
-_CREATING = threading.Lock()
-_made: list[Instruments] = []
-
-
-def instruments() -> Instruments:
-    if not _made:
-        with _CREATING:
-            if not _made:
-                _made.append(_create())
-    return _made[0]
 
 
 def _gauge(name: str, text: str, labels: tuple[str, ...] = ()) -> Gauge:
@@ -108,6 +95,9 @@ def _create() -> Instruments:
             ("rule", "result"),
         ),
     )
+
+
+instruments = metrics.Once(_create)
 
 
 def leading(yes: bool) -> None:

@@ -26,7 +26,7 @@ def test_threads_counting_at_once_in_a_fresh_process_all_count(
 
     monkeypatch.setattr(metrics, "Counter", slow_counter)
     # A fresh process: no instruments yet (the test process's own come back afterwards).
-    monkeypatch.setattr(metrics, "_made", [])
+    monkeypatch.setattr(metrics, "instruments", metrics.Once(metrics._create))
     start = threading.Barrier(8)
     errors: list[BaseException] = []
 

@@ -172,6 +172,10 @@ def _power_off(
     ctx.update_details(f"Powering off host '{host}' via {name}", 0.2)
     try:
         driver = fencing.power_driver(spec)
+    except (FenceError, ValueError) as exc:  # its library is missing, a key is unset
+        ctx.update_details(f"No driver for {name}: {exc}", 0.3)
+        return f"no driver: {exc}"
+    try:
         ctx.effects.power_off(driver, host, position)
     except FenceError as exc:
         ctx.update_details(f"Power off of '{host}' via {name} failed: {exc}", 0.3)

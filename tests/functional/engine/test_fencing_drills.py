@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from masakari import metrics
+from masakari import metrics, timeline
 from masakari.compute.nova import NovaClient
 from masakari.db import holds, migration
 from masakari.db.database import Database
@@ -267,6 +267,9 @@ def test_a_bmc_that_still_reads_on_is_held_until_released(
     assert data["fault"]["masakari_object.data"]["exception_message"] == reason
     assert counted("notifications_held", "power_fencing_failed") == held_before + 1
     assert counted("fence_failures") == failures_before + 1
+    with server_db.reader() as s:  # what masakari-manage notification show prints
+        shown = timeline.text(timeline.load(s, nid))
+    assert f"held: {reason}" in shown and "host fencing:" in shown
 
     # The operator checked the host: it is dead. The release recovers it, fencing no more.
     sim.tie_power("compute-1", bmc)

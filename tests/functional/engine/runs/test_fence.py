@@ -24,7 +24,7 @@ from masakari.engine.fencing import FencedHost, HostFencing
 from masakari.engine.lease import LeaseLost
 from masakari.engine.recovery import fence, host
 from masakari.engine.recovery.flow import Store, TaskContext
-from masakari.fencing.base import DriverSpec, PowerState, Refused, Unreachable
+from masakari.fencing.base import DriverSpec, FenceError, PowerState, Refused, Unreachable
 from tests.functional.engine.runs.conftest import make_run, task_rows
 
 HOST = "compute-1"
@@ -311,3 +311,19 @@ def test_a_fenced_host_is_forced_down_without_the_wait(db, sim, nova, clock):
     service = sim.service(HOST)
     assert service["forced_down"] and service["status"] == "disabled"
     assert clock.monotonic() == 0.0  # no wait_period_after_service_update sleep
+
+
+def test_an_entry_without_a_usable_driver_passes_to_the_next(db, nova, clock):
+    run = make_run(db, nova, clock)
+    bmc = ScriptedBMC(IPMI)
+
+    def power_driver(spec: DriverSpec) -> Any:
+        if spec is REDFISH:
+            raise FenceError("redfish: the redfish driver needs sushy")
+        return bmc
+
+    fencing = HostFencing(plan=Plan({HOST: [REDFISH, IPMI]}), power_driver=power_driver)
+    assert step(run, fencing).host_fenced
+    assert attempts(db, run.notification_uuid) == [(1, "off", "done"), (1, "status", "off")]
+    details = task_rows(db, run.notification_uuid)[0][4]
+    assert any("No driver for redfish https://192.0.2.2" in m for _, m in details)
