@@ -43,7 +43,7 @@ from keystoneauth1 import session as ks_session
 from keystoneauth1.identity import v3
 
 from masakari.engine.ports import Clock
-from tests.fakes.nova_wire import InProcessAdapter
+from tests.fakes import nova_wire
 from tests.fakes.placement import PREFIX as PLACEMENT_PREFIX
 from tests.fakes.placement import Flavor, Placement
 from tests.support.clock import FakeClock as FakeClock  # re-exported
@@ -444,13 +444,21 @@ class NovaSimulator:
         self.set_evacuate_delay(evacuate_delay, seed)
         self._stopping = threading.Event()
         self._httpd: ThreadingHTTPServer | None = None
-        # Not started, the simulator answers the sessions it made itself, in process.
+        # Not started, the simulator answers in process at a host name of its own.
         self._in_process_host = f"nova-sim-{next(_SIMULATORS)}.invalid"
+        self._in_process_handler: type | None = None
+        nova_wire.serve(self._in_process_host, self)
         self._thread: threading.Thread | None = None
 
     def now(self) -> float:
         """The simulator's time, in seconds since 1970 (that of Call.time, arrivals …)."""
         return self.clock.now()
+
+    def in_process_handler(self) -> type:
+        """The handler class that answers in process (tests/fakes/nova_wire.py)."""
+        if self._in_process_handler is None:
+            self._in_process_handler = nova_wire.in_process(_handler_for(self))
+        return self._in_process_handler
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -499,8 +507,8 @@ class NovaSimulator:
     def session(
         self, *, username: str = "masakari", password: str = "secret", timeout: float = 10.0
     ) -> ks_session.Session:
-        """A keystone session authenticating as a service user of the 'service' project;
-        in process (no socket) while the simulator is not started."""
+        """A keystone session authenticating as a service user of the 'service' project
+        (answered in process, without a socket, while the simulator is not started)."""
         auth = v3.Password(
             auth_url=self.auth_url,
             username=username,
@@ -510,8 +518,7 @@ class NovaSimulator:
             project_domain_name="Default",
         )
         session = ks_session.Session(auth=auth, timeout=timeout)
-        if self._httpd is None:
-            session.session.mount(self.base_url, InProcessAdapter(_handler_for(self)))
+        session.simulator = self  # type: ignore[attr-defined]  # answers it while it lives
         return session
 
     def client(self, **kwargs: Any) -> NovaClient:

@@ -1,14 +1,16 @@
-"""The Nova simulator without a socket: a requests adapter whose connections hand each request's
-bytes to the simulator's own HTTP handler and read its answer from memory.
+"""The Nova simulator without a socket: connections to a simulator's in-process host name hand
+each request's bytes to the simulator's own HTTP handler and read its answer from memory.
 
-Everything above the socket is the production transport: keystoneauth, requests, urllib3 and
-masakari.compute.nova's guarded adapter and connection (the send guard checked before each
-write, the sends counted for the retry metrics). What a socket would add is derived from what
-the handler did:
+Only the socket is replaced: urllib3's ``create_connection`` answers a wire instead of a
+socket for those host names (every other address connects as usual). Everything above it is
+whatever transport the client built (keystoneauth, requests, urllib3, masakari's guarded
+adapter and connections, its send guard, its retries and limits), so that a client made by
+production code from the options (``NovaClient.from_conf``) is served in process too. What a
+socket would add is derived from what the handler did:
 
 - a reset (the flaky mode) is a ConnectionResetError when the client reads the answer;
 - a late answer (the flaky mode's ``late``, a ``slow`` fault) is a read timeout when it is at
-  least the connection's read timeout, else the answer; either way the simulator acted at once,
+  least the connection's timeout, else the answer; either way the simulator acted at once,
   without waiting on the wall clock.
 
 Connection limits and the listen backlog exist only on a socket (``NovaSimulator.start()``).
@@ -18,9 +20,26 @@ from __future__ import annotations
 
 import io
 import socket
-from typing import Any
+import weakref
+from typing import Any, Protocol
 
-from masakari.compute import nova as nova_client
+import urllib3.connection
+import urllib3.util.connection
+
+
+class Served(Protocol):
+    """A simulator answering in process (tests.fakes.nova.NovaSimulator)."""
+
+    def in_process_handler(self) -> type: ...
+
+
+# The simulators answering in process, by the host name of their URL.
+_SERVED: weakref.WeakValueDictionary[str, Any] = weakref.WeakValueDictionary()
+
+
+def serve(host: str, simulator: Served) -> None:
+    """Answer connections to ``host`` (a name that never resolves) with ``simulator``."""
+    _SERVED[host] = simulator
 
 
 class _ServerEnd:
@@ -39,6 +58,11 @@ def _note_late(handler: Any, seconds: float) -> bool:
     """The in-process handler's answer_late: note the delay instead of waiting it out."""
     handler.connection.late += seconds
     return False
+
+
+def in_process(handler: type) -> type:
+    """The simulator's handler class, answering late answers by noting them."""
+    return type("InProcessHandler", (handler,), {"answer_late": _note_late})
 
 
 class _Answer(io.BytesIO):
@@ -69,13 +93,14 @@ class _Answer(io.BytesIO):
         return super().readinto(buffer)
 
 
-class _Wire:
-    """The client's end of an in-process connection (what http.client uses of a socket)."""
+class Wire:
+    """The client's end of an in-process connection: what http.client and urllib3 use of a
+    socket."""
 
-    def __init__(self, handler: type) -> None:
-        self._handler = handler
+    def __init__(self, simulator: Served, timeout: float | None) -> None:
+        self._simulator = simulator
         self._sent = bytearray()
-        self._timeout: float | None = None
+        self._timeout = timeout
 
     def settimeout(self, timeout: float | None) -> None:
         self._timeout = timeout
@@ -93,7 +118,8 @@ class _Wire:
         """The client reads the answer: the handler serves what was sent until now."""
         request, self._sent = bytes(self._sent), bytearray()
         end, out = _ServerEnd(), io.BytesIO()
-        handler: Any = object.__new__(self._handler)  # handled below, not by its __init__
+        served = self._simulator.in_process_handler()
+        handler: Any = object.__new__(served)  # handled below, not by its __init__
         handler.request = handler.connection = end
         handler.client_address = ("in-process", 0)
         handler.server = None
@@ -113,29 +139,26 @@ class _Wire:
         pass
 
 
-class _Connection(nova_client._GuardedHTTPConnection):
-    handler: type
-
-    def _new_conn(self) -> Any:
-        return _Wire(self.handler)
-
-    @property
-    def is_connected(self) -> bool:
-        return self.sock is not None
+_create_connection = urllib3.util.connection.create_connection
+_wait_for_read = urllib3.connection.wait_for_read  # type: ignore[attr-defined]
 
 
-class InProcessAdapter(nova_client._GuardedHTTPAdapter):
-    """Mounted on a simulator's URL in a requests session: ``handler`` (the simulator's
-    BaseHTTPRequestHandler class) answers every request."""
+def _connect(address: tuple[str, int], timeout: Any = None, *args: Any, **kwargs: Any) -> Any:
+    simulator = _SERVED.get(address[0])
+    if simulator is not None:
+        return Wire(simulator, timeout if isinstance(timeout, int | float) else None)
+    if address[0].endswith(".invalid"):  # a simulator no longer referenced: no DNS for it
+        raise ConnectionRefusedError(111, f"no simulator answers at {address[0]}")
+    return _create_connection(address, timeout, *args, **kwargs)
 
-    def __init__(self, handler: type) -> None:
-        served = type("InProcessHandler", (handler,), {"answer_late": _note_late})
-        connection = type("InProcessConnection", (_Connection,), {"handler": served})
-        self._pool = type(
-            "InProcessPool", (nova_client._GuardedHTTPPool,), {"ConnectionCls": connection}
-        )
-        super().__init__()
 
-    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
-        super().init_poolmanager(*args, **kwargs)
-        self.poolmanager.pool_classes_by_scheme = {"http": self._pool}
+def _readable(sock: Any, timeout: float | None = None) -> bool:
+    # urllib3 polls an idle kept-alive socket to see whether the server closed it: a wire
+    # stays open until the client closes it.
+    if isinstance(sock, Wire):
+        return False
+    return bool(_wait_for_read(sock, timeout))
+
+
+urllib3.util.connection.create_connection = _connect
+urllib3.connection.wait_for_read = _readable  # type: ignore[attr-defined]

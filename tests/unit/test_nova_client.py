@@ -13,6 +13,7 @@ import pytest
 import requests
 from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import session as ks_session
+from oslo_config import cfg
 
 from masakari import exception
 from masakari.compute import nova
@@ -402,6 +403,67 @@ def test_a_revoked_token_is_replaced_once(sim: NovaSimulator, client: NovaClient
     client.get_server(SERVER)
     assert sim.token_requests() == 2
     assert [c["status"] for c in sim.nova_calls()] == [200, 401, 200, 200]
+
+
+def _conf(sim: NovaSimulator, **overrides: Any) -> cfg.ConfigOpts:
+    """The options NovaClient.from_conf reads, registered here so the test does not depend on
+    masakari.conf."""
+    conf = cfg.ConfigOpts()
+    conf.register_opts(
+        [
+            cfg.StrOpt("nova_catalog_admin_info", default="compute:nova:publicURL"),
+            cfg.StrOpt("os_region_name"),
+            cfg.StrOpt("nova_ca_certificates_file"),
+            cfg.BoolOpt("nova_api_insecure", default=False),
+            cfg.StrOpt("os_privileged_user_name"),
+            cfg.StrOpt("os_privileged_user_password", secret=True),
+            cfg.StrOpt("os_privileged_user_tenant"),
+            cfg.StrOpt("os_privileged_user_auth_url"),
+            cfg.StrOpt("os_user_domain_name", default="default"),
+            cfg.StrOpt("os_project_domain_name", default="default"),
+            cfg.StrOpt("os_system_scope"),
+            cfg.FloatOpt("nova_api_timeout", default=60.0),
+        ]
+    )
+    conf.register_opts([cfg.StrOpt("auth_type")], group="keystone_authtoken")
+    conf([], default_config_files=[])
+    values = {k: v for k, v in sim.conf_overrides().items() if "." not in k}
+    values.update(overrides)
+    for key, value in values.items():
+        conf.set_override(key, value)
+    conf.set_override("auth_type", "password", group="keystone_authtoken")
+    return conf
+
+
+def test_from_conf_uses_the_catalog_and_one_token(sim: NovaSimulator) -> None:
+    conf = _conf(sim, os_region_name="RegionOne")
+    nova.forget_clients()
+    client = nova.get_client(conf)
+    assert nova.get_client(conf) is client
+    for _ in range(3):
+        nova.get_client(conf).get_server(SERVER)
+    assert sim.token_requests() == 1
+    assert [c["microversion"] for c in sim.nova_calls()] == ["2.53"] * 3
+    assert nova.get_client(_conf(sim)) is not client
+    nova.forget_clients()
+
+
+def test_from_conf_with_an_unknown_service_name(sim: NovaSimulator) -> None:
+    client = NovaClient.from_conf(_conf(sim, nova_catalog_admin_info="compute:novva:publicURL"))
+    with pytest.raises(NovaRequestError) as err:
+        client.get_server(SERVER)
+    assert err.value.status is None
+    assert err.value.reference_class.startswith("keystoneauth1.exceptions.catalog.")
+    assert sim.nova_calls() == []
+
+
+def test_from_conf_with_masakari_conf(sim: NovaSimulator) -> None:
+    """The same through the project's options."""
+    from masakari import conf as masakari_conf
+
+    conf = masakari_conf.for_tests(**sim.conf_overrides())
+    NovaClient.from_conf(conf).get_server(SERVER)
+    assert sim.token_requests() == 1
 
 
 def test_a_success_that_is_not_json_is_an_error() -> None:
