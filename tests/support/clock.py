@@ -40,7 +40,7 @@ class FakeClock(Clock):
     def __init__(self, start: datetime.datetime = EPOCH) -> None:
         self.start = start
         self.offset = 0.0
-        self._lock = threading.Lock()
+        self.lock = threading.Lock()
         self._timers: list[_Timer] = []
 
     def now(self) -> datetime.datetime:
@@ -58,7 +58,7 @@ class FakeClock(Clock):
         """Move time forward, running each ``every`` callback at its time on the way."""
         remaining = seconds
         while True:
-            with self._lock:
+            with self.lock:
                 due = min(self._timers, key=lambda t: t.at, default=None)
                 if due is None or due.at > self.offset + remaining:
                     self.offset += remaining
@@ -72,5 +72,5 @@ class FakeClock(Clock):
         """Run ``fn`` each time ``interval`` more seconds have passed, from now on."""
         if interval <= 0:
             raise ValueError("interval must be positive")
-        with self._lock:
+        with self.lock:
             self._timers.append(_Timer(self.offset + interval, interval, fn))
