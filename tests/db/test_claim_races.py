@@ -17,7 +17,8 @@ from sqlalchemy import event
 
 from masakari.db import claims, migration
 from masakari.db.database import DB_ERRORS, Database, transaction
-from masakari.db.models import Notification, NotificationClaim
+from masakari.db.models import NotificationClaim
+from tests.support import rows
 
 NOW = datetime.datetime(2026, 1, 1, 12, 0, 0)
 SOON = NOW + datetime.timedelta(seconds=20)
@@ -36,19 +37,9 @@ def two_engines(backend: str, db_url: str) -> Iterator[tuple[Database, Database]
 
 
 def _running_claimed_by(db: Database, owner: str, token: int) -> str:
-    nid = str(uuid.uuid4())
     with db.writer() as s:
-        s.add(
-            Notification(
-                notification_uuid=nid,
-                generated_time=NOW,
-                source_host_uuid=str(uuid.uuid4()),
-                type="COMPUTE_HOST",
-                payload="{}",
-                status="running",
-            )
-        )
-        s.add(NotificationClaim(notification_uuid=nid, owner=owner, attempt=token, expires_at=SOON))
+        nid = rows.notification(s, str(uuid.uuid4()), "COMPUTE_HOST", {}, "running", NOW)
+        rows.claim(s, nid, owner, token, expires_at=SOON)
     return nid
 
 

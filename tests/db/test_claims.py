@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import datetime
+import functools
 import threading
 import time
 import uuid
@@ -18,7 +19,7 @@ import sqlalchemy as sa
 from masakari.db import claims, guards, models, queue
 from masakari.db.database import DUPLICATE_ERRORS, Database, transaction
 from masakari.db.models import HostGuard, Notification, NotificationClaim
-from tests.db import rows
+from tests.support import rows
 
 T0, LATER = rows.T0, rows.LATER
 CLAIMED, GONE, BUSY = claims.ClaimResult.CLAIMED, claims.ClaimResult.GONE, claims.ClaimResult.BUSY
@@ -27,7 +28,7 @@ CLAIMED, GONE, BUSY = claims.ClaimResult.CLAIMED, claims.ClaimResult.GONE, claim
 _segment_with_hosts = rows.segment_with_hosts
 
 
-_notify = rows.notify
+_notify = functools.partial(rows.notification, type="VM", generated_time=T0)
 
 
 def _claim(db, nid, owner="a", token=1, statuses=("new",), expires=LATER):
@@ -528,7 +529,7 @@ def test_expire_is_bounded_and_conditional(db):
     _, hosts = _segment_with_hosts(db, "h1")
     old = [_notify(db, hosts["h1"], status=st) for st in ("new", "running", "error", "error")]
     done = _notify(db, hosts["h1"], status="finished")
-    young = _notify(db, hosts["h1"], status="new", generated=LATER)
+    young = _notify(db, hosts["h1"], status="new", generated_time=LATER)
     cutoff = T0 + datetime.timedelta(seconds=1)
     first = transaction(db, lambda s: claims.expire(s, cutoff, 3))
     second = transaction(db, lambda s: claims.expire(s, cutoff, 3))

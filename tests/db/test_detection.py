@@ -22,6 +22,7 @@ from masakari.detection.lease import DetectorLease
 from masakari.engine.lease import LeaseLost
 from masakari.ha import hosts, notifications, segments
 from masakari.ha.intake import Rules
+from tests.support.clock import FakeClock
 
 NOW = datetime.datetime(2026, 6, 1, 10, 0, 0)
 SQLITE_ONLY = pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
@@ -43,19 +44,6 @@ def db(db_url: str) -> Iterator[Database]:
         )
     yield database
     database.dispose()
-
-
-class Clock:
-    """Wall and monotonic time that a test moves."""
-
-    def __init__(self) -> None:
-        self.t = 0.0
-
-    def now(self) -> datetime.datetime:
-        return NOW + datetime.timedelta(seconds=self.t)
-
-    def monotonic(self) -> float:
-        return self.t
 
 
 class Leader:
@@ -102,19 +90,19 @@ def count(db: Database) -> int:
 
 
 def test_one_engine_holds_the_lease_and_another_takes_it_once_it_expired(db) -> None:
-    clock = Clock()
+    clock = FakeClock(start=NOW)
     a = DetectorLease(conf(), db, clock, "engine-a", Leader())
     b = DetectorLease(conf(), db, clock, "engine-b", Leader())
     a.tick()
     b.tick()
     assert a.current() is not None and b.current() is None
-    clock.t = 10
+    clock.offset = 10
     a.tick()  # renewed at 10: expires at 30 in the database, 25 for engine a
-    clock.t = 26
+    clock.offset = 26
     assert a.current() is None, "a's own deadline ends a margin before the expiry"
     b.tick()
     assert b.current() is None, "not taken before the database expiry"
-    clock.t = 31
+    clock.offset = 31
     b.tick()
     lease = b.current()
     assert lease is not None and lease.token == 2
@@ -123,7 +111,7 @@ def test_one_engine_holds_the_lease_and_another_takes_it_once_it_expired(db) -> 
 
 
 def test_a_report_under_a_lease_taken_over_creates_nothing(db) -> None:
-    clock = Clock()
+    clock = FakeClock(start=NOW)
     a = DetectorLease(conf(), db, clock, "engine-a", Leader())
     a.tick()
     assert a.current() is not None
@@ -147,7 +135,7 @@ def test_a_report_under_a_lease_taken_over_creates_nothing(db) -> None:
 
 
 def test_an_engine_that_stops_leading_gives_the_lease_up_at_once(db) -> None:
-    clock = Clock()
+    clock = FakeClock(start=NOW)
     leader = Leader()
     a = DetectorLease(conf(), db, clock, "engine-a", leader)
     b = DetectorLease(conf(), db, clock, "engine-b", Leader())
@@ -161,7 +149,7 @@ def test_an_engine_that_stops_leading_gives_the_lease_up_at_once(db) -> None:
 
 @SQLITE_ONLY
 def test_the_storm_cooldown_stays_with_the_lease(db) -> None:
-    clock = Clock()
+    clock = FakeClock(start=NOW)
     a = DetectorLease(conf(), db, clock, "engine-a", Leader())
     a.tick()
     a.keep_storm(NOW + datetime.timedelta(seconds=600))
@@ -172,7 +160,7 @@ def test_the_storm_cooldown_stays_with_the_lease(db) -> None:
 
 
 def test_concurrent_first_takes_give_one_holder(db, backend) -> None:
-    clock = Clock()
+    clock = FakeClock(start=NOW)
     leases = [DetectorLease(conf(), db, clock, f"engine-{i}", Leader()) for i in range(6)]
     barrier = threading.Barrier(len(leases))
 
@@ -251,7 +239,7 @@ def test_a_refused_fence_leaves_nothing_behind(db) -> None:
 
 
 def test_the_lease_row_is_changed_by_every_fenced_report(db) -> None:
-    clock = Clock()
+    clock = FakeClock(start=NOW)
     a = DetectorLease(conf(), db, clock, "engine-a", Leader())
     a.tick()
     notifications.record(db, detector_report("compute-1"), Rules(), fence=a.fence)

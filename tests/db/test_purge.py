@@ -9,6 +9,7 @@ import sqlalchemy as sa
 
 from masakari.db import models, purge
 from masakari.db.database import Database
+from tests.support import rows
 
 NOW = models.utcnow()
 OLD = NOW - datetime.timedelta(days=40)
@@ -19,58 +20,34 @@ def _uuid() -> str:
     return str(uuid.uuid4())
 
 
-def _segment(session, deleted_at=None) -> models.Segment:
-    seg = models.Segment(uuid=_uuid(), name=_uuid(), service_type="compute", recovery_method="auto")
-    session.add(seg)
-    session.flush()
-    if deleted_at:
-        seg.deleted, seg.deleted_at = seg.id, deleted_at
-    return seg
+def _segment(session, deleted_at=None) -> str:
+    return rows.segment(session, name=_uuid(), deleted_at=deleted_at)
 
 
-def _host(session, segment, deleted_at=None) -> models.Host:
-    host = models.Host(
-        uuid=_uuid(),
-        name=_uuid(),
-        type="COMPUTE",
-        control_attributes="SSH",
-        failover_segment_id=segment.uuid,
-    )
-    session.add(host)
-    session.flush()
-    if deleted_at:
-        host.deleted, host.deleted_at = host.id, deleted_at
-    return host
+def _host(session, segment: str, deleted_at=None) -> str:
+    return rows.host(session, segment, _uuid(), deleted_at=deleted_at)
 
 
 def _notification(session, status: str, updated_at, vmoves: int = 0) -> str:
-    n = models.Notification(
-        notification_uuid=_uuid(),
-        generated_time=NOW,
-        type="COMPUTE_HOST",
-        source_host_uuid=_uuid(),
-        status=status,
-        payload="{}",
-    )
-    session.add(n)
-    session.flush()
+    """A notification last changed at ``updated_at``, with its vmoves and a progress row."""
+    nid = rows.notification(session, _uuid(), "COMPUTE_HOST", {}, status, NOW)
     session.execute(
         sa.update(models.Notification)
-        .where(models.Notification.id == n.id)
+        .where(models.Notification.notification_uuid == nid)
         .values(updated_at=updated_at)
     )
     for i in range(vmoves):
         session.add(
             models.VMove(
                 uuid=_uuid(),
-                notification_uuid=n.notification_uuid,
+                notification_uuid=nid,
                 instance_uuid=_uuid(),
                 instance_name=f"vm{i}",
             )
         )
     session.add(
         models.RecoveryTask(
-            notification_uuid=n.notification_uuid,
+            notification_uuid=nid,
             attempt=1,
             position=0,
             name="T",
@@ -78,7 +55,7 @@ def _notification(session, status: str, updated_at, vmoves: int = 0) -> str:
             details="[]",
         )
     )
-    return n.notification_uuid
+    return nid
 
 
 def _count(db: Database, model, *where) -> int:

@@ -1,6 +1,6 @@
 """The engine's reads on every backend: the queue, and the host, vmove, plan and instance-lock
 rows a recovery works with (its writes of them go through the fence, tested in
-tests/unit/engine/test_effects.py)."""
+tests/functional/engine/runs/test_effects.py)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import json
 import uuid
 
 from masakari.db import claims, hosts, instances, queue, vmoves
-from masakari.db.database import Database, transaction
+from masakari.db.database import transaction
 from masakari.db.instances import Plan
-from tests.db import rows
+from tests.support import rows
 
 T0, LATER = rows.T0, rows.LATER
 
@@ -20,8 +20,9 @@ T0, LATER = rows.T0, rows.LATER
 _segment_with_hosts = functools.partial(rows.segment_with_hosts, recovery_method="reserved_host")
 
 
-def _notify(db: Database, host: str, status: str = "new", generated: datetime.datetime = T0):
-    return rows.notify(db, host, status, generated, payload={"event": "LIFECYCLE"})
+_notify = functools.partial(
+    rows.notification, type="VM", payload={"event": "LIFECYCLE"}, generated_time=T0
+)
 
 
 # --- the queue -----------------------------------------------------------------------------------
@@ -87,10 +88,10 @@ def test_get_notification(db):
 
 def test_retry_candidates(db):
     _, h = _segment_with_hosts(db, "h1", "h2", "h3")
-    error = _notify(db, h["h1"], status="error", generated=LATER)
-    old_new = _notify(db, h["h2"], status="new", generated=T0)
-    _notify(db, h["h3"], status="new", generated=LATER)
-    _notify(db, h["h3"], status="failed", generated=T0)
+    error = _notify(db, h["h1"], status="error", generated_time=LATER)
+    old_new = _notify(db, h["h2"], status="new", generated_time=T0)
+    _notify(db, h["h3"], status="new", generated_time=LATER)
+    _notify(db, h["h3"], status="failed", generated_time=T0)
     with db.reader() as s:
         found = queue.retry_candidates(s, T0 + datetime.timedelta(seconds=30), 10)
     assert [r.notification_uuid for r in found] == [error, old_new]
@@ -140,7 +141,7 @@ def test_host_for_recovery(db):
             failover_segment_id=seg,
             segment_enabled=False,
             recovery_method="reserved_host",
-            segment_name="s-" + seg[:8],
+            segment_name="seg-" + seg[:8],  # the row builder names it so
         )
         assert hosts.get_for_recovery(s, str(uuid.uuid4())) is None
 

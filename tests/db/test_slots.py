@@ -8,19 +8,11 @@ import pytest
 
 from masakari.db import slots
 from masakari.db.database import DUPLICATE_ERRORS, Database, transaction
-from masakari.db.models import EvacuationSlot, NotificationClaim
+from masakari.db.models import EvacuationSlot
+from tests.support import rows
 
 NOW = datetime.datetime(2026, 11, 30, 12, 0, 0)
 LATER = NOW + datetime.timedelta(seconds=30)
-
-
-def _claim(db: Database, nid: str, owner: str, attempt: int, expires_at: datetime.datetime):
-    with db.writer() as s:
-        s.merge(
-            NotificationClaim(
-                notification_uuid=nid, owner=owner, attempt=attempt, expires_at=expires_at
-            )
-        )
 
 
 def _take(db: Database, nid: str, owner: str, attempt: int, now=NOW, cap=2) -> int | None:
@@ -35,18 +27,18 @@ def _held(db: Database, now=NOW, cap=2) -> int:
 
 
 def test_cap_dead_claims_and_give_back(db: Database) -> None:
-    _claim(db, "n1", "a", 1, LATER)
-    _claim(db, "n2", "b", 1, LATER + datetime.timedelta(seconds=60))
+    rows.claim(db, "n1", "a", 1, LATER)
+    rows.claim(db, "n2", "b", 1, LATER + datetime.timedelta(seconds=60))
     assert _take(db, "n1", "a", 1) == 0
     assert _take(db, "n2", "b", 1) == 1
     assert _take(db, "n2", "b", 1) is None  # the cap is 2
     assert _held(db) == 2
     # Engine a's claim expires (it died): its slot is free without anyone giving it back.
     assert _held(db, now=LATER + datetime.timedelta(seconds=1)) == 1
-    _claim(db, "n3", "c", 1, LATER + datetime.timedelta(seconds=60))
+    rows.claim(db, "n3", "c", 1, LATER + datetime.timedelta(seconds=60))
     assert _take(db, "n3", "c", 1, now=LATER + datetime.timedelta(seconds=1)) == 0
     # A claim taken over (same notification, new owner) does not revive the old slot.
-    _claim(db, "n2", "c", 2, LATER + datetime.timedelta(seconds=60))
+    rows.claim(db, "n2", "c", 2, LATER + datetime.timedelta(seconds=60))
     assert _held(db) == 1
     transaction(db, lambda s: slots.give_back(s, 0, "c", 1))
     transaction(db, lambda s: slots.give_back(s, 1, "x", 9))  # not ours: left alone
@@ -55,7 +47,7 @@ def test_cap_dead_claims_and_give_back(db: Database) -> None:
 
 
 def test_a_number_inserted_twice_is_refused(db: Database) -> None:
-    _claim(db, "n1", "a", 1, LATER)
+    rows.claim(db, "n1", "a", 1, LATER)
     with db.writer() as s:
         s.add(
             EvacuationSlot(
@@ -81,8 +73,8 @@ def test_a_number_inserted_twice_is_refused(db: Database) -> None:
 
 
 def test_hand_over_moves_a_held_slot_without_freeing_it(db: Database) -> None:
-    _claim(db, "n1", "a", 1, LATER)
-    _claim(db, "n2", "a", 2, LATER)
+    rows.claim(db, "n1", "a", 1, LATER)
+    rows.claim(db, "n2", "a", 2, LATER)
     assert _take(db, "n1", "a", 1, cap=1) == 0
     giver = ("n1", "a", 1)
     assert transaction(db, lambda s: slots.hand_over(s, 0, giver, "n2", "a", 2, "vm2", NOW))

@@ -1,4 +1,6 @@
-"""A Keystone v3 and Nova v2.1 simulator on loopback, for functional tests and benchmarks.
+"""A Keystone v3 and Nova v2.1 simulator on loopback, for functional tests and benchmarks; not
+started, it answers its own sessions in process, without a socket (tests/fakes/nova_wire.py),
+for tests/unit.
 
 Usage::
 
@@ -23,13 +25,13 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import itertools
 import json
 import random
 import socket
 import struct
 import sys
 import threading
-import time
 import uuid
 import zlib
 from collections.abc import Callable, Mapping
@@ -40,8 +42,11 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 from keystoneauth1 import session as ks_session
 from keystoneauth1.identity import v3
 
+from masakari.engine.ports import Clock
+from tests.fakes import nova_wire
 from tests.fakes.placement import PREFIX as PLACEMENT_PREFIX
 from tests.fakes.placement import Flavor, Placement
+from tests.support.clock import FakeClock as FakeClock  # re-exported
 
 if TYPE_CHECKING:
     from masakari.compute.nova import NovaClient
@@ -94,9 +99,8 @@ _DEFAULT_MESSAGES = {
 
 # --- clocks -------------------------------------------------------------------------------
 
-
-class Clock(Protocol):
-    def now(self) -> float: ...
+# The simulator keeps time on the engine's clock (wall time by default); tests share the one
+# fake clock of tests/support/clock.py with it (re-exported here for the older imports).
 
 
 class PowerSource(Protocol):
@@ -105,25 +109,23 @@ class PowerSource(Protocol):
     def on_power_change(self, callback: Callable[[str], None]) -> None: ...
 
 
-class RealClock:
+def _epoch(moment: datetime.datetime) -> float:
+    """Seconds since 1970 of a naive UTC time, as the engine's clocks answer now()."""
+    return moment.replace(tzinfo=datetime.UTC).timestamp()
+
+
+class EpochClock:
+    """The simulator's view of its clock (an engine clock: wall time, or the tests' fake clock
+    shared with the code under test): now() in seconds since 1970; advance() moves the fake."""
+
+    def __init__(self, source: Clock) -> None:
+        self.source = source
+
     def now(self) -> float:
-        return time.time()
-
-
-class FakeClock:
-    """Moves only when a test says so, so a 60 s service_down_time costs nothing."""
-
-    def __init__(self, start: float = 1_767_225_600.0) -> None:
-        self._now = start
-        self._lock = threading.Lock()
-
-    def now(self) -> float:
-        with self._lock:
-            return self._now
+        return _epoch(self.source.now())
 
     def advance(self, seconds: float) -> None:
-        with self._lock:
-            self._now += seconds
+        self.source.advance(seconds)  # type: ignore[attr-defined]  # the fake clock's
 
 
 def _iso(epoch: float) -> str:
@@ -364,6 +366,11 @@ class _Server(ThreadingHTTPServer):
 
 Delay = float | tuple[float, float]
 
+# Names the URL of each simulator that answers in process (never resolved: no socket).
+_SIMULATORS = itertools.count(1)
+# How the connection answering this thread's request holds a late answer (handle_nova).
+_answering = threading.local()
+
 
 class NovaSimulator:
     """Nova's state and rules, Keystone's tokens, faults and the record of calls."""
@@ -382,7 +389,7 @@ class NovaSimulator:
         max_connections: int | None = None,
         report_interval: float = 0.0,
     ) -> None:
-        self.clock: Clock = clock or RealClock()
+        self.clock = EpochClock(clock or Clock())
         # Nova's [DEFAULT] report_interval: a running nova-compute writes its heartbeat
         # (the service's updated_at) every this many seconds, each service at its own phase.
         # 0: continuously (updated_at is always now).
@@ -437,7 +444,21 @@ class NovaSimulator:
         self.set_evacuate_delay(evacuate_delay, seed)
         self._stopping = threading.Event()
         self._httpd: ThreadingHTTPServer | None = None
+        # Not started, the simulator answers in process at a host name of its own.
+        self._in_process_host = f"nova-sim-{next(_SIMULATORS)}.invalid"
+        self._in_process_handler: type | None = None
+        nova_wire.serve(self._in_process_host, self)
         self._thread: threading.Thread | None = None
+
+    def now(self) -> float:
+        """The simulator's time, in seconds since 1970 (that of Call.time, arrivals …)."""
+        return self.clock.now()
+
+    def in_process_handler(self) -> type:
+        """The handler class that answers in process (tests/fakes/nova_wire.py)."""
+        if self._in_process_handler is None:
+            self._in_process_handler = nova_wire.in_process(_handler_for(self))
+        return self._in_process_handler
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -466,7 +487,9 @@ class NovaSimulator:
 
     @property
     def base_url(self) -> str:
-        assert self._httpd is not None, "start() the simulator first"
+        """Its loopback URL once started, else the URL it answers in process at."""
+        if self._httpd is None:
+            return "http://" + self._in_process_host
         return f"http://127.0.0.1:{self._httpd.server_address[1]}"
 
     @property
@@ -484,7 +507,8 @@ class NovaSimulator:
     def session(
         self, *, username: str = "masakari", password: str = "secret", timeout: float = 10.0
     ) -> ks_session.Session:
-        """A keystone session authenticating as a service user of the 'service' project."""
+        """A keystone session authenticating as a service user of the 'service' project
+        (answered in process, without a socket, while the simulator is not started)."""
         auth = v3.Password(
             auth_url=self.auth_url,
             username=username,
@@ -493,7 +517,9 @@ class NovaSimulator:
             user_domain_name="Default",
             project_domain_name="Default",
         )
-        return ks_session.Session(auth=auth, timeout=timeout)
+        session = ks_session.Session(auth=auth, timeout=timeout)
+        session.simulator = self  # type: ignore[attr-defined]  # answers it while it lives
+        return session
 
     def client(self, **kwargs: Any) -> NovaClient:
         """A NovaClient with its own session; keyword arguments go to NovaClient."""
@@ -609,6 +635,32 @@ class NovaSimulator:
                 sid, self._hypervisor_of(host), srv.flavor.resources(), tenant_id, srv.user_id
             )
         return sid
+
+    def update_server(self, server_id: str, **fields: Any) -> None:
+        """Change a server behind the API's back (``locked=True``, ``vm_state="stopped"`` …):
+        what another client, or Nova itself, did meanwhile."""
+        with self.lock:
+            srv = self._server(server_id)
+            for name, value in fields.items():
+                if not hasattr(srv, name):
+                    raise AttributeError(f"a simulated server has no {name}")
+                setattr(srv, name, value)
+
+    def update_service(self, host: str, binary: str = "nova-compute", **fields: Any) -> None:
+        """Change a service behind the API's back (``status="disabled"`` …)."""
+        with self.lock:
+            svc = self._service_on(host, binary) or _missing(host)
+            for name, value in fields.items():
+                if not hasattr(svc, name):
+                    raise AttributeError(f"a simulated service has no {name}")
+                setattr(svc, name, value)
+
+    def delete_server(self, server_id: str) -> None:
+        """A tenant deletes the server: it is gone, its allocation too."""
+        with self.lock:
+            srv = self._server(server_id)
+            self.servers.remove(srv)
+            self.placement.free(srv.id, self._hypervisor_of(srv.host))
 
     def add_aggregate(
         self, id: int, name: str | None = None, hosts: list[str] | None = None, **kw: Any
@@ -861,6 +913,20 @@ class NovaSimulator:
         with self.lock:
             return [c.shape() for c in self.calls]
 
+    def actions(self, server_id: str | None = None) -> list[str]:
+        """The server actions requested (``lock``, ``os-stop``, ``evacuate`` …, answered or
+        not), in arrival order: of one server, or of all."""
+        with self.lock:
+            return [
+                str(next(iter(c.body)))
+                for c in self.calls
+                if c.method == "POST"
+                and isinstance(c.body, dict)
+                and len(c.body) == 1
+                and _path_matches("/servers/{id}/action", c.path)
+                and (server_id is None or c.path.split("/")[2] == server_id)
+            ]
+
     def calls_by(self, caller: str) -> list[Call]:
         """The Nova requests made with tokens of one Keystone user, in arrival order."""
         with self.lock:
@@ -879,12 +945,15 @@ class NovaSimulator:
     # --- Nova: one request -----------------------------------------------------------------
 
     def handle_nova(self, req: Request) -> tuple[int, Any]:
+        """One Nova request; a ``slow`` fault first holds it as the connection answering it
+        holds a late answer (on a socket: the wall clock)."""
         server_id = req.parts[1] if req.parts[:1] == ["servers"] and len(req.parts) > 1 else None
         if server_id == "detail":
             server_id = None
         with self.lock:
             delay = self._take_fault(("delay",), req.method, req.path, req.action, server_id)
-        if delay is not None and self._stopping.wait(delay.seconds):
+        late = getattr(_answering, "late", None) or self._stopping.wait
+        if delay is not None and late(delay.seconds):
             raise NovaFault(503, "The simulator is stopping.")
         with self.lock:
             self._tick()
@@ -1434,6 +1503,10 @@ def _handler_for(sim: NovaSimulator) -> type[BaseHTTPRequestHandler]:
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
+        def answer_late(self, seconds: float) -> bool:
+            """Hold the answer ``seconds`` (wall clock); True if the simulator stopped."""
+            return sim._stopping.wait(seconds)
+
         def send(self, status: int, body: Any, headers: Mapping[str, str] | None = None) -> None:
             raw = isinstance(body, bytes)
             data = body if raw else b"" if body is None else json.dumps(body).encode()
@@ -1601,7 +1674,11 @@ def _handler_for(sim: NovaSimulator) -> type[BaseHTTPRequestHandler]:
                     (int(major), int(minor or 0)),
                     "admin" in token["roles"],
                 )
-                status, out = sim.handle_nova(req)
+                _answering.late = self.answer_late
+                try:
+                    status, out = sim.handle_nova(req)
+                finally:
+                    _answering.late = None
             except NovaFault as err:
                 status = err.status
                 out = {
@@ -1613,7 +1690,7 @@ def _handler_for(sim: NovaSimulator) -> type[BaseHTTPRequestHandler]:
             except Exception as exc:  # a simulator bug must still answer, and visibly
                 status, out = 500, {"computeFault": {"code": 500, "message": f"sim: {exc!r}"}}
             call.status = status
-            if flaw == "late" and sim._stopping.wait(
+            if flaw == "late" and self.answer_late(
                 sim.flakiness.late_seconds if sim.flakiness else 0
             ):
                 return None

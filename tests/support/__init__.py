@@ -1,1 +1,2 @@
-"""Test helpers shared by the functional and database tests."""
+"""Test helpers shared by every test directory: the fake clock, the row builders, a migrated
+SQLite copy, a TCP proxy."""

@@ -10,6 +10,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from masakari import metrics
+from tests.support.clock import FakeClock
 
 
 def test_threads_counting_at_once_in_a_fresh_process_all_count(
@@ -51,24 +52,25 @@ def test_threads_counting_at_once_in_a_fresh_process_all_count(
 def test_database_gauges_are_read_once_per_cache_interval() -> None:
     from masakari.metrics import collect
 
-    clock = [100.0]
+    clock = FakeClock()
+    clock.advance(100.0)
     collector = collect.DatabaseCollector(
         lambda: None,  # type: ignore[arg-type,return-value]
         cache_seconds=5.0,
-        clock=lambda: clock[0],
+        clock=clock.monotonic,
     )
     reads: list[float] = []
 
     def read() -> list[Any]:
-        reads.append(clock[0])
+        reads.append(clock.monotonic())
         return []
 
     collector._read = read  # type: ignore[method-assign]
     for _ in range(3):
         assert [f.name for f in collector.collect()] == ["masakari_database_up"]
-    clock[0] += 4.9
+    clock.advance(4.9)
     list(collector.collect())
     assert reads == [100.0]
-    clock[0] += 0.2
+    clock.advance(0.2)
     list(collector.collect())
     assert len(reads) == 2

@@ -1,17 +1,18 @@
-"""NovaClient against the Nova simulator: request shapes, pagination, errors, token reuse."""
+"""NovaClient against the Nova simulator, in process (its own transport down to the socket):
+request shapes, pagination, errors, retries, token reuse. What needs a socket (a refused
+connection, a client built from the options): tests/functional/test_nova_client.py."""
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 import requests
 from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import session as ks_session
-from keystoneauth1 import token_endpoint
 from oslo_config import cfg
 
 from masakari import exception
@@ -28,14 +29,14 @@ FAST = Policy(delay=0.01)
 
 
 @pytest.fixture
-def sim() -> Iterator[NovaSimulator]:
-    with NovaSimulator(clock=FakeClock()) as s:
-        s.add_service("compute-1", state="down")
-        s.add_service("compute-2")
-        s.add_service("reserved-1")
-        s.add_server(SERVER, host="compute-1", metadata={"HA_Enabled": "True"})
-        s.add_aggregate(1, "agg1", ["compute-1"])
-        yield s
+def sim() -> NovaSimulator:
+    s = NovaSimulator(clock=FakeClock())  # not started: answers in process
+    s.add_service("compute-1", state="down")
+    s.add_service("compute-2")
+    s.add_service("reserved-1")
+    s.add_server(SERVER, host="compute-1", metadata={"HA_Enabled": "True"})
+    s.add_aggregate(1, "agg1", ["compute-1"])
+    return s
 
 
 @pytest.fixture
@@ -192,36 +193,36 @@ def test_unknown_compute_host(client: NovaClient) -> None:
 
 @pytest.mark.parametrize("count,requests_made", [(5, 3), (4, 3), (1, 1), (0, 1)])
 def test_all_pages_are_read(count: int, requests_made: int) -> None:
-    with NovaSimulator(clock=FakeClock(), max_limit=2) as sim:
-        sim.add_service("compute-1")
-        ids = [sim.add_server(host="compute-1") for _ in range(count)]
-        sim.add_server(host="compute-2")
-        servers = sim.client().list_servers_on_host("compute-1")
-        assert [s.id for s in servers] == ids[::-1]  # newest first, as Nova lists
-        calls = sim.nova_calls()
-        assert len(calls) == requests_made
-        assert calls[0]["query"] == [["all_tenants", "True"], ["host", "compute-1"]]
-        for before, after in zip(calls, calls[1:], strict=False):
-            marker = dict(after["query"])["marker"]
-            assert marker in ids
-            assert dict(after["query"]) == {
-                "all_tenants": "True",
-                "host": "compute-1",
-                "marker": marker,
-            }
-            assert before["status"] == 200
+    sim = NovaSimulator(clock=FakeClock(), max_limit=2)
+    sim.add_service("compute-1")
+    ids = [sim.add_server(host="compute-1") for _ in range(count)]
+    sim.add_server(host="compute-2")
+    servers = sim.client().list_servers_on_host("compute-1")
+    assert [s.id for s in servers] == ids[::-1]  # newest first, as Nova lists
+    calls = sim.nova_calls()
+    assert len(calls) == requests_made
+    assert calls[0]["query"] == [["all_tenants", "True"], ["host", "compute-1"]]
+    for before, after in zip(calls, calls[1:], strict=False):
+        marker = dict(after["query"])["marker"]
+        assert marker in ids
+        assert dict(after["query"]) == {
+            "all_tenants": "True",
+            "host": "compute-1",
+            "marker": marker,
+        }
+        assert before["status"] == 200
 
 
 def test_every_server_group_page_is_read() -> None:
-    with NovaSimulator(clock=FakeClock(), max_limit=2) as sim:
-        ids = [sim.add_server_group("anti-affinity", [f"vm-{i}"]) for i in range(5)]
-        sim.server_groups[0].project_id = "another-project"
-        groups = sim.client().list_server_groups()
-        assert [g["id"] for g in groups] == ids
-        # Compute 2.53: the policy is a one-item list.
-        assert groups[0]["policies"] == ["anti-affinity"] and "policy" not in groups[0]
-        offsets = [dict(c["query"]) for c in sim.nova_calls()]
-        assert offsets == [{"all_projects": "True", "offset": str(n)} for n in (0, 2, 4, 5)]
+    sim = NovaSimulator(clock=FakeClock(), max_limit=2)
+    ids = [sim.add_server_group("anti-affinity", [f"vm-{i}"]) for i in range(5)]
+    sim.server_groups[0].project_id = "another-project"
+    groups = sim.client().list_server_groups()
+    assert [g["id"] for g in groups] == ids
+    # Compute 2.53: the policy is a one-item list.
+    assert groups[0]["policies"] == ["anti-affinity"] and "policy" not in groups[0]
+    offsets = [dict(c["query"]) for c in sim.nova_calls()]
+    assert offsets == [{"all_projects": "True", "offset": str(n)} for n in (0, 2, 4, 5)]
 
 
 # --- errors ------------------------------------------------------------------------------
@@ -372,51 +373,16 @@ def test_a_500_is_an_answer_and_is_not_retried(sim: NovaSimulator) -> None:
     assert len(sim.nova_calls()) == 1
 
 
-def test_a_refused_connection_is_retried_for_every_method() -> None:
-    """Nothing was sent, so even an evacuate is tried again (and fails in the end here)."""
-    sim = NovaSimulator().start()
-    endpoint = sim.compute_url
-    sim.stop()
-    session = ks_session.Session(auth=token_endpoint.Token(endpoint, "admin-token"))
-    client = NovaClient(session, policy=Policy(connect_retries=2, retries=0, delay=0.01))
-    counted: list[int] = []
-    real = nova.retry._CountingRetry.increment
-
-    def increment(self: Any, *args: Any, **kwargs: Any) -> Any:
-        counted.append(1)
-        return real(self, *args, **kwargs)
-
-    nova.retry._CountingRetry.increment = increment  # type: ignore[method-assign]
-    try:
-        with pytest.raises(exception.NovaError) as err:
-            client.evacuate(SERVER)
-    finally:
-        nova.retry._CountingRetry.increment = real  # type: ignore[method-assign]
-    assert err.value.status is None
-    assert len(counted) == 3  # the first try and two more
-
-
-def test_connection_failure() -> None:
-    sim = NovaSimulator().start()
-    client = sim.client(policy=Policy(connect_retries=0, retries=0))
-    sim.stop()
-    with pytest.raises(exception.NovaError) as err:
-        client.get_server(SERVER)
-    assert type(err.value) is exception.NovaError
-    assert err.value.status is None
-    assert str(err.value) == "Error while requesting Nova API."
-
-
 def test_keystone_refusal() -> None:
-    with NovaSimulator(users={"masakari": "secret"}) as sim:
-        sim.add_service("compute-1")
-        client = NovaClient(sim.session(password="wrong"))
-        with pytest.raises(NovaRequestError) as err:
-            client.find_compute_services("compute-1")
-        assert err.value.status == 401
-        assert err.value.reference_class == "keystoneauth1.exceptions.http.Unauthorized"
-        assert str(err.value).startswith("The request you have made requires authentication.")
-        assert sim.nova_calls() == []
+    sim = NovaSimulator(users={"masakari": "secret"})
+    sim.add_service("compute-1")
+    client = NovaClient(sim.session(password="wrong"))
+    with pytest.raises(NovaRequestError) as err:
+        client.find_compute_services("compute-1")
+    assert err.value.status == 401
+    assert err.value.reference_class == "keystoneauth1.exceptions.http.Unauthorized"
+    assert str(err.value).startswith("The request you have made requires authentication.")
+    assert sim.nova_calls() == []
 
 
 # --- the session -------------------------------------------------------------------------

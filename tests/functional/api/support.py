@@ -1,11 +1,22 @@
-"""A whole API deployment in-process: Nova simulator with Keystone, SQLite, masakari.conf."""
+"""A whole API deployment in-process: Nova simulator with Keystone, SQLite, masakari.conf; and
+a failure reported through it and recovered by an engine::
+
+    with Deployment({"DEFAULT": {"engine_poll_interval": "0.1"}}) as dep:
+        host_down(dep, "compute-1")             # Nova sees it down at once
+        seg = segment_with_host(dep, "compute-1")
+        nid = report(dep)                       # a monitor's host failure, 202
+        engine = settle(dep, nid)               # an engine ran until it ended; stopped
+"""
 
 from __future__ import annotations
 
+import contextlib
+import datetime
 import json
 import os
 import tempfile
-from collections.abc import Mapping
+import time
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import webob
@@ -15,6 +26,7 @@ from masakari import conf as masakari_conf
 from masakari.api import app as api_app
 from masakari.db import migration
 from masakari.db.database import Database
+from masakari.engine.service import EngineService
 from tests.fakes import nova as fake_nova
 from tests.fakes.nova import NovaSimulator
 
@@ -115,3 +127,77 @@ def notification_body(
             "payload": payload or {"event": "STOPPED", "process_name": "nova-compute"},
         }
     }
+
+
+# --- a failure reported and recovered -------------------------------------------------------
+
+# What masakari-monitors' host monitor reports when a host fails.
+HOST_DOWN = {"event": "STOPPED", "host_status": "NORMAL"}
+SETTLED = ("new", "running")
+
+
+def host_down(dep: Deployment, host: str = "compute-1") -> None:
+    """The host stops heartbeating, and Nova shows its service down at once."""
+    dep.sim.power_off(host)
+    dep.sim.service_down_time = 0
+
+
+def segment_with_host(dep: Deployment, host: str = "compute-1", **segment: Any) -> str:
+    """A segment created through the API with ``host`` in it: the segment's uuid."""
+    seg = dep.request("POST", "/v1/segments", segment_body(**segment)).json["segment"]["uuid"]
+    assert dep.request("POST", f"/v1/segments/{seg}/hosts", host_body(host)).status_int == 201
+    return str(seg)
+
+
+def report(
+    dep: Deployment,
+    hostname: str = "compute-1",
+    type: str = "COMPUTE_HOST",
+    payload: Mapping[str, Any] = HOST_DOWN,
+) -> str:
+    """A monitor's report, generated now, accepted (202): the notification's uuid."""
+    now = datetime.datetime.now(datetime.UTC).replace(tzinfo=None).isoformat()
+    body = {
+        "notification": {
+            "type": type,
+            "hostname": hostname,
+            "generated_time": now,
+            "payload": dict(payload),
+        }
+    }
+    resp = dep.request("POST", "/v1/notifications", body)
+    assert resp.status_int == 202, resp.text
+    return str(resp.json["notification"]["notification_uuid"])
+
+
+@contextlib.contextmanager
+def engine(dep: Deployment) -> Iterator[EngineService]:
+    """An engine on the deployment's database and Nova, stopped on the way out."""
+    service = EngineService(dep.conf, dep.db, dep.sim.client(timeout=5))
+    service.start()
+    try:
+        yield service
+    finally:
+        service.stop(grace=2)
+
+
+def until_settled(
+    dep: Deployment, nid: str, timeout: float = 30.0, version: str | None = None
+) -> dict[str, Any]:
+    """GET /v1/notifications/{nid} until it is neither new nor running: its body's
+    notification (at API ``version``)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        shown = dep.request("GET", f"/v1/notifications/{nid}", version=version)
+        notification: dict[str, Any] = shown.json["notification"]
+        if notification["status"] not in SETTLED:
+            return notification
+        assert time.monotonic() < deadline, f"{nid} still {notification['status']}"
+        time.sleep(0.1)
+
+
+def settle(dep: Deployment, nid: str, timeout: float = 30.0) -> EngineService:
+    """Run an engine until the notification has ended: the engine, stopped."""
+    with engine(dep) as service:
+        until_settled(dep, nid, timeout)
+    return service

@@ -1,13 +1,11 @@
-"""Fixtures: a migrated SQLite database, the Nova simulator, and rows to recover."""
+"""Fixtures: a migrated SQLite database, the Nova simulator, and rows to recover
+(tests/support/rows.py)."""
 
 from __future__ import annotations
 
-import datetime
-import json
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,11 +13,12 @@ import pytest
 from oslo_config import cfg
 
 from masakari import conf as masakari_conf
-from masakari.db import migration
 from masakari.db.database import Database
-from masakari.db.models import Host, Notification, RecoveryTask, Segment, VMove
+from masakari.db.models import VMove
 from masakari.engine.service import EngineService
 from tests.fakes.nova import NovaSimulator
+from tests.support import rows
+from tests.support.sqlite import migrated_sqlite
 
 # Fast timings: every confirmation polls every 0.1 s and gives up after 1.5 s.
 FAST = {
@@ -38,8 +37,7 @@ FAST = {
 
 @pytest.fixture
 def db(tmp_path: Any) -> Iterator[Database]:
-    database = Database.from_url(f"sqlite:///{tmp_path}/masakari.db")
-    migration.upgrade(database.engine)
+    database = migrated_sqlite(tmp_path)
     yield database
     database.dispose()
 
@@ -59,74 +57,13 @@ def conf(sim: NovaSimulator) -> cfg.ConfigOpts:
     return make_conf(sim)
 
 
-def add_segment(db: Database, recovery_method: str = "auto", enabled: bool = True) -> str:
-    seg = str(uuid.uuid4())
-    with db.writer() as s:
-        s.add(
-            Segment(
-                uuid=seg,
-                name="seg-" + seg[:8],
-                service_type="compute",
-                recovery_method=recovery_method,
-                enabled=enabled,
-            )
-        )
-    return seg
-
-
-def add_host(
-    db: Database, segment: str, name: str, reserved: bool = False, on_maintenance: bool = False
-) -> str:
-    host = str(uuid.uuid4())
-    with db.writer() as s:
-        s.add(
-            Host(
-                uuid=host,
-                name=name,
-                type="COMPUTE",
-                control_attributes="ssh",
-                failover_segment_id=segment,
-                reserved=reserved,
-                on_maintenance=on_maintenance,
-            )
-        )
-    # Distinct created_at: reserved hosts are tried newest first.
-    time.sleep(0.01)
-    return host
-
-
-def notify(
-    db: Database,
-    host_uuid: str,
-    type: str,
-    payload: dict[str, Any],
-    status: str = "new",
-    generated_time: datetime.datetime | None = None,
-) -> str:
-    nid = str(uuid.uuid4())
-    with db.writer() as s:
-        host = s.query(Host).filter_by(uuid=host_uuid).one()
-        s.add(
-            Notification(
-                notification_uuid=nid,
-                generated_time=generated_time
-                or datetime.datetime.now(datetime.UTC).replace(tzinfo=None),
-                source_host_uuid=host_uuid,
-                type=type,
-                payload=json.dumps(payload),
-                status=status,
-                failover_segment_uuid=host.failover_segment_id,
-            )
-        )
-    return nid
-
-
-HOST_DOWN = {"event": "STOPPED", "host_status": "NORMAL", "cluster_status": "OFFLINE"}
-
-
-def status_of(db: Database, nid: str) -> str:
-    with db.reader() as s:
-        return s.query(Notification).filter_by(notification_uuid=nid).one().status
+# The row builders, under the names the engine tests have always imported.
+add_segment = rows.segment
+add_host = rows.host
+notify = rows.notification
+HOST_DOWN = rows.HOST_DOWN
+status_of = rows.status_of
+host_row = rows.host_row
 
 
 def wait_status(
@@ -145,27 +82,13 @@ def wait_status(
 
 
 def details(db: Database, nid: str) -> list[tuple[int, str, str, list[str]]]:
-    with db.reader() as s:
-        rows = (
-            s.query(RecoveryTask)
-            .filter_by(notification_uuid=nid)
-            .order_by(RecoveryTask.attempt, RecoveryTask.position)
-            .all()
-        )
-        return [
-            (r.attempt, r.name, r.state, [d["message"] for d in json.loads(r.details)])
-            for r in rows
-        ]
+    """The progress rows: (attempt, task, state, [message])."""
+    return [(a, n, st, [m for _, m in msgs]) for a, n, st, _, msgs in rows.task_rows(db, nid)]
 
 
 def vmoves(db: Database, nid: str) -> list[VMove]:
     with db.reader() as s:
         return s.query(VMove).filter_by(notification_uuid=nid).order_by(VMove.id).all()
-
-
-def host_row(db: Database, host_uuid: str) -> Host:
-    with db.reader() as s:
-        return s.query(Host).filter_by(uuid=host_uuid).one()
 
 
 @pytest.fixture

@@ -13,11 +13,13 @@ import sqlalchemy as sa
 from masakari.compute.retry import Policy
 from masakari.db import instances, migration
 from masakari.db.database import Database
-from masakari.db.models import InstanceLock, NotificationClaim
+from masakari.db.models import InstanceLock
 from masakari.engine.locks import LockReconciler
 from tests.db import backends
 from tests.fakes.nova import NovaSimulator
 from tests.functional.engine.conftest import HOST_DOWN, add_host, add_segment, notify
+from tests.support import rows
+from tests.support.clock import FakeClock
 
 NO_RETRY = Policy(connect_retries=0, retries=0)
 
@@ -44,14 +46,6 @@ def _now() -> datetime.datetime:
     return datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.t = 1000.0
-
-    def __call__(self) -> float:
-        return self.t
-
-
 def _locked(db: Database, sim: NovaSimulator, status: str, claimed: bool = False) -> str:
     """A server locked in Nova, recorded as locked by a notification in ``status``."""
     sim.add_service("compute-1", state="down")
@@ -60,14 +54,7 @@ def _locked(db: Database, sim: NovaSimulator, status: str, claimed: bool = False
     with db.writer() as s:
         instances.record_lock(s, nid, server)
         if claimed:
-            s.add(
-                NotificationClaim(
-                    notification_uuid=nid,
-                    owner="other",
-                    attempt=1,
-                    expires_at=_now() + datetime.timedelta(minutes=5),
-                )
-            )
+            rows.claim(s, nid, "other", 1, _now() + datetime.timedelta(minutes=5))
     return server
 
 
@@ -80,8 +67,9 @@ def _unlocks(sim: NovaSimulator) -> int:
     return sum(1 for c in sim.nova_calls() if c["body"] == {"unlock": None})
 
 
-def _reconciler(db: Database, sim: NovaSimulator, clock: Clock | None = None) -> LockReconciler:
-    return LockReconciler(db, lambda: sim.client(policy=NO_RETRY), _now, clock or Clock())
+def _reconciler(db: Database, sim: NovaSimulator, clock: FakeClock | None = None) -> LockReconciler:
+    monotonic = (clock or FakeClock()).monotonic
+    return LockReconciler(db, lambda: sim.client(policy=NO_RETRY), _now, monotonic)
 
 
 @pytest.mark.parametrize("status", ["finished", "failed", "error"])
@@ -134,13 +122,13 @@ def test_a_taken_row_is_left_to_its_taker_for_the_hold(ldb: Database, sim: NovaS
 
 def test_no_unlock_sent_once_the_take_is_over(ldb: Database, sim: NovaSimulator) -> None:
     server = _locked(ldb, sim, "finished")
-    clock = Clock()
+    clock = FakeClock()
     reconciler = _reconciler(ldb, sim, clock)
     real = instances.take_left_lock
 
     def slow_take(*args: Any) -> bool:
         taken = real(*args)
-        clock.t += reconciler.hold  # frozen past the hold right after the take
+        clock.advance(reconciler.hold)  # frozen past the hold right after the take
         return taken
 
     instances.take_left_lock = slow_take  # type: ignore[assignment]

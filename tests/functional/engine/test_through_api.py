@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import datetime
-import time
 
-from masakari.engine.service import EngineService
-from tests.functional.api.support import Deployment, host_body, segment_body
+from tests.functional.api.support import (
+    HOST_DOWN,
+    Deployment,
+    engine,
+    host_down,
+    report,
+    segment_with_host,
+    until_settled,
+)
 
 FAST = {
     "wait_period_after_service_update": "0",
@@ -19,38 +25,13 @@ FAST = {
 
 def test_host_failure_round_trip():
     with Deployment({"DEFAULT": FAST}) as dep:
-        dep.sim.power_off("compute-1")
-        dep.sim.service_down_time = 0
+        host_down(dep)
         vm = dep.sim.add_server(host="compute-1", metadata={"HA_Enabled": "True"})
-        seg = dep.request("POST", "/v1/segments", segment_body()).json["segment"]["uuid"]
-        assert dep.request("POST", f"/v1/segments/{seg}/hosts", host_body()).status_int == 201
-        now = datetime.datetime.now(datetime.UTC).replace(tzinfo=None).isoformat()
-        body = {
-            "notification": {
-                "type": "COMPUTE_HOST",
-                "hostname": "compute-1",
-                "generated_time": now,
-                "payload": {"event": "STOPPED", "host_status": "NORMAL"},
-            }
-        }
-        resp = dep.request("POST", "/v1/notifications", body)
-        assert resp.status_int == 202
-        nid = resp.json["notification"]["notification_uuid"]
+        seg = segment_with_host(dep)
+        nid = report(dep)
+        with engine(dep):
+            notification = until_settled(dep, nid, version="1.1")
 
-        engine = EngineService(dep.conf, dep.db, dep.sim.client(timeout=5))
-        engine.start()
-        try:
-            deadline = time.monotonic() + 30
-            while True:
-                shown = dep.request("GET", f"/v1/notifications/{nid}", version="1.1")
-                if shown.json["notification"]["status"] not in ("new", "running"):
-                    break
-                assert time.monotonic() < deadline
-                time.sleep(0.1)
-        finally:
-            engine.stop(grace=2)
-
-        notification = shown.json["notification"]
         assert notification["status"] == "finished"
         details = notification["recovery_workflow_details"]
         assert [(d["name"], d["state"], d["progress"]) for d in details] == [
@@ -65,4 +46,14 @@ def test_host_failure_round_trip():
         host = dep.request("GET", f"/v1/segments/{seg}/hosts").json["hosts"][0]
         assert host["on_maintenance"] is True
         # The host is on maintenance: the monitor's next report is refused.
-        assert dep.request("POST", "/v1/notifications", body).status_int == 409
+        again = {
+            "notification": {
+                "type": "COMPUTE_HOST",
+                "hostname": "compute-1",
+                "generated_time": datetime.datetime.now(datetime.UTC)
+                .replace(tzinfo=None)
+                .isoformat(),
+                "payload": HOST_DOWN,
+            }
+        }
+        assert dep.request("POST", "/v1/notifications", again).status_int == 409

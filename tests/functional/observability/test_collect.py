@@ -4,28 +4,37 @@ from __future__ import annotations
 
 import datetime
 import uuid
+from typing import Any
 
 import sqlalchemy as sa
 
-from masakari.db import engines, migration
+from masakari.db import engines
 from masakari.db.database import Database, transaction
-from masakari.db.models import Base, Notification
+from masakari.db.models import Base
 from masakari.metrics.collect import DatabaseCollector
+from tests.support import rows
+from tests.support.sqlite import migrated_sqlite
 
 NOW = datetime.datetime(2026, 11, 30, 12, 0, 0)
 
 
-def _notification(status: str, created: datetime.datetime, updated: datetime.datetime | None):
-    return Notification(
-        notification_uuid=str(uuid.uuid4()),
-        generated_time=created,
-        source_host_uuid=str(uuid.uuid4()),
-        type="VM",
-        payload="{}",
-        status=status,
+def _notification(
+    session: Any,
+    status: str,
+    created: datetime.datetime,
+    updated: datetime.datetime | None,
+    deleted: int = 0,
+) -> str:
+    return rows.notification(
+        session,
+        str(uuid.uuid4()),
+        "VM",
+        {},
+        status,
+        created,
         created_at=created,
         updated_at=updated,
-        deleted=0,
+        deleted=deleted,
     )
 
 
@@ -38,18 +47,15 @@ def _gauges(collector: DatabaseCollector) -> dict[tuple[str, tuple[str, ...]], f
 
 
 def test_gauges_read_ages_and_counts(tmp_path) -> None:
-    db = Database.from_url(f"sqlite:///{tmp_path}/masakari.db")
-    migration.upgrade(db.engine)
+    db = migrated_sqlite(tmp_path)
     minute = datetime.timedelta(minutes=1)
     with db.writer() as session:
-        session.add(_notification("new", NOW - 2 * minute, None))
-        session.add(_notification("new", NOW - minute, None))
-        session.add(_notification("running", NOW - 30 * minute, NOW - 20 * minute))
-        session.add(_notification("finished", NOW - 60 * minute, NOW - 50 * minute))
-        session.add(_notification("finished", NOW - 60 * minute, NOW - 50 * minute))
-        gone = _notification("new", NOW - 90 * minute, None)
-        gone.deleted = 1
-        session.add(gone)
+        _notification(session, "new", NOW - 2 * minute, None)
+        _notification(session, "new", NOW - minute, None)
+        _notification(session, "running", NOW - 30 * minute, NOW - 20 * minute)
+        _notification(session, "finished", NOW - 60 * minute, NOW - 50 * minute)
+        _notification(session, "finished", NOW - 60 * minute, NOW - 50 * minute)
+        _notification(session, "new", NOW - 90 * minute, None, deleted=1)  # gone
     transaction(db, lambda s: engines.beat(s, "e-1", "ctl-1", NOW - datetime.timedelta(seconds=7)))
 
     gauges = _gauges(DatabaseCollector(lambda: db, now=lambda: NOW))
@@ -91,8 +97,7 @@ def test_dashboard_and_alert_rules_use_only_metrics_that_exist(tmp_path) -> None
     from masakari.metrics import collect, detection
 
     repo = Path(__file__).resolve().parents[3]
-    db = Database.from_url(f"sqlite:///{tmp_path}/masakari.db")
-    migration.upgrade(db.engine)
+    db = migrated_sqlite(tmp_path)
     transaction(db, lambda s: engines.beat(s, "e-1", "ctl-1", NOW))
     metrics.instruments()  # every instrument exists once first used
     detection.instruments()

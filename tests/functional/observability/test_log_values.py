@@ -3,17 +3,20 @@ notification's process_name is logged as an escape, on the line that logs it."""
 
 from __future__ import annotations
 
-import datetime
 import logging
-import time
 
 import pytest
 from oslo_config import cfg
 
 from masakari import conf as masakari_conf
 from masakari import logvalues
-from masakari.engine.service import EngineService
-from tests.functional.api.support import Deployment, host_body, segment_body
+from tests.functional.api.support import (
+    Deployment,
+    engine,
+    report,
+    segment_with_host,
+    until_settled,
+)
 
 FORGED = "2026-12-01 00:00:00.000 1 ERROR masakari.engine [-] forged line"
 HOSTILE = f"nova-compute\n{FORGED}\x1b[2J"
@@ -23,32 +26,11 @@ def test_a_newline_in_process_name_forges_no_log_line(caplog: pytest.LogCaptureF
     caplog.set_level(logging.INFO)
     logvalues.install()  # what setup_logging does; caplog's handler is on the root logger
     with Deployment({"DEFAULT": {"engine_poll_interval": "0.1"}}) as dep:
-        seg = dep.request("POST", "/v1/segments", segment_body()).json["segment"]["uuid"]
-        assert dep.request("POST", f"/v1/segments/{seg}/hosts", host_body()).status_int == 201
-        now = datetime.datetime.now(datetime.UTC).replace(tzinfo=None).isoformat()
-        body = {
-            "notification": {
-                "type": "PROCESS",
-                "hostname": "compute-1",
-                "generated_time": now,
-                "payload": {"event": "STARTED", "process_name": HOSTILE},
-            }
-        }
-        nid = dep.request("POST", "/v1/notifications", body).json["notification"][
-            "notification_uuid"
-        ]
-        engine = EngineService(dep.conf, dep.db, dep.sim.client(timeout=5))
-        engine.start()
-        try:
-            deadline = time.monotonic() + 30
-            while (
-                dep.request("GET", f"/v1/notifications/{nid}").json["notification"]["status"]
-                != "finished"
-            ):
-                assert time.monotonic() < deadline
-                time.sleep(0.1)
-        finally:
-            engine.stop(grace=2)
+        segment_with_host(dep)
+        payload = {"event": "STARTED", "process_name": HOSTILE}
+        nid = report(dep, type="PROCESS", payload=payload)
+        with engine(dep):
+            assert until_settled(dep, nid)["status"] == "finished"
     text = caplog.text
     assert "nova-compute\\x0a" + FORGED + "\\x1b[2J" in text
     assert not any(line.startswith(FORGED) for line in text.splitlines())

@@ -3,16 +3,13 @@ password or token reaches any log line, DEBUG included."""
 
 from __future__ import annotations
 
-import datetime
 import logging
-import time
 
 import pytest
 
 from masakari.engine import logtag
-from masakari.engine.service import EngineService
 from tests.fakes import nova as fake_nova
-from tests.functional.api.support import Deployment, host_body, segment_body
+from tests.functional.api.support import Deployment, host_down, report, segment_with_host, settle
 
 FAST = {
     "wait_period_after_service_update": "0",
@@ -38,32 +35,11 @@ def test_recovery_lines_are_tagged_and_no_secret_is_logged(
         "keystone_authtoken": {"password": PASSWORD},
     }
     with Deployment(extra) as dep:
-        dep.sim.power_off("compute-1")
-        dep.sim.service_down_time = 0
+        host_down(dep)
         dep.sim.add_server(host="compute-1", metadata={"HA_Enabled": "True"})
-        seg = dep.request("POST", "/v1/segments", segment_body()).json["segment"]["uuid"]
-        assert dep.request("POST", f"/v1/segments/{seg}/hosts", host_body()).status_int == 201
-        now = datetime.datetime.now(datetime.UTC).replace(tzinfo=None).isoformat()
-        body = {
-            "notification": {
-                "type": "COMPUTE_HOST",
-                "hostname": "compute-1",
-                "generated_time": now,
-                "payload": {"event": "STOPPED", "host_status": "NORMAL"},
-            }
-        }
-        nid = dep.request("POST", "/v1/notifications", body).json["notification"][
-            "notification_uuid"
-        ]
-        engine = EngineService(dep.conf, dep.db, dep.sim.client(timeout=5))
-        engine.start()
-        try:
-            deadline = time.monotonic() + 30
-            while status(dep, nid) in ("new", "running"):
-                assert time.monotonic() < deadline
-                time.sleep(0.1)
-        finally:
-            engine.stop(grace=2)
+        segment_with_host(dep)
+        nid = report(dep)
+        engine = settle(dep, nid)
         issued = list(dep.sim.tokens)
 
     tag = f"[notification {nid} engine {engine.owner}] "

@@ -3,13 +3,11 @@ instead of .end, and an API change that fails sends <object>.<action>.error."""
 
 from __future__ import annotations
 
-import time
 import warnings
 
 import pytest
 
-from masakari.engine.service import EngineService
-from tests.functional.api.support import Deployment, host_body, notification_body, segment_body
+from tests.functional.api.support import Deployment, host_down, report, segment_with_host, settle
 from tests.functional.observability.test_timeline import FAST
 
 with warnings.catch_warnings():
@@ -35,29 +33,11 @@ def test_failed_recovery_and_refused_change_send_error_events(sent) -> None:
         "oslo_messaging_notifications": {"driver": "test"},
     }
     with Deployment(extra) as dep:
-        dep.sim.power_off("compute-1")
-        dep.sim.service_down_time = 0
+        host_down(dep)
         vm = dep.sim.add_server(host="compute-1", metadata={"HA_Enabled": "True"})
         dep.sim.state_fault("evacuate_error", vm)
-        seg = dep.request("POST", "/v1/segments", segment_body()).json["segment"]["uuid"]
-        assert dep.request("POST", f"/v1/segments/{seg}/hosts", host_body()).status_int == 201
-        body = notification_body(event="STOPPED", host_status="NORMAL")
-        body["notification"]["type"] = "COMPUTE_HOST"
-        nid = dep.request("POST", "/v1/notifications", body).json["notification"][
-            "notification_uuid"
-        ]
-        engine = EngineService(dep.conf, dep.db, dep.sim.client(timeout=5))
-        engine.start()
-        try:
-            deadline = time.monotonic() + 60
-            while dep.request("GET", f"/v1/notifications/{nid}").json["notification"]["status"] in (
-                "new",
-                "running",
-            ):
-                assert time.monotonic() < deadline
-                time.sleep(0.1)
-        finally:
-            engine.stop(grace=2)
+        seg = segment_with_host(dep)
+        settle(dep, report(dep), timeout=60)
         # The segment still has a notification in error: a change is refused (409), and
         # host.update.error says so.
         rename = {"host": {"name": "nowhere"}}

@@ -3,19 +3,23 @@ against the Nova simulator: each one moved as the recovery says it should."""
 
 from __future__ import annotations
 
-import datetime
 import socket
-import time
 import urllib.request
-from collections.abc import Mapping
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from masakari import exception
-from masakari.engine.service import EngineService
 from masakari.metrics import collect, serve
-from tests.functional.api.support import MEMBER, Deployment, host_body, segment_body
+from tests.functional.api.support import (
+    MEMBER,
+    Deployment,
+    host_down,
+    report,
+    segment_with_host,
+    until_settled,
+)
+from tests.functional.api.support import engine as engine_running
 
 FAST = {
     "wait_period_after_service_update": "0",
@@ -62,19 +66,13 @@ def scrape_engine(port: int) -> Samples:
         return parse(resp.read().decode())
 
 
-def report(dep: Deployment, body: Mapping[str, object]) -> int:
-    return int(dep.request("POST", "/v1/notifications", body).status_int)
-
-
 def test_metrics_move_with_a_host_recovery(monkeypatch: pytest.MonkeyPatch) -> None:
     # Each scrape below must read the database afresh (collect caches for a few seconds).
     monkeypatch.setattr(collect, "CACHE_SECONDS", 0.0)
     with Deployment({"DEFAULT": FAST, "metrics": {"enabled": "true"}}) as dep:
-        dep.sim.power_off("compute-1")
-        dep.sim.service_down_time = 0
+        host_down(dep)
         dep.sim.add_server(host="compute-1", metadata={"HA_Enabled": "True"})
-        seg = dep.request("POST", "/v1/segments", segment_body()).json["segment"]["uuid"]
-        assert dep.request("POST", f"/v1/segments/{seg}/hosts", host_body()).status_int == 201
+        segment_with_host(dep)
         port = free_port()
         server, _ = serve.start_listener(dep.conf, port, lambda: dep.db)
         try:
@@ -82,33 +80,18 @@ def test_metrics_move_with_a_host_recovery(monkeypatch: pytest.MonkeyPatch) -> N
             engine_before = scrape_engine(port)
             assert value(api_before, "masakari_database_up") == 1
 
-            now = datetime.datetime.now(datetime.UTC).replace(tzinfo=None).isoformat()
-            body = {
-                "notification": {
-                    "type": "COMPUTE_HOST",
-                    "hostname": "compute-1",
-                    "generated_time": now,
-                    "payload": {"event": "STOPPED", "host_status": "NORMAL"},
-                }
-            }
-            assert report(dep, body) == 202
-            assert report(dep, {"notification": {"type": "DISK"}}) == 400
+            nid = report(dep)
+            refused = dep.request("POST", "/v1/notifications", {"notification": {"type": "DISK"}})
+            assert refused.status_int == 400
             queued = scrape_api(dep)
             assert delta(api_before, queued, "masakari_queue_depth") == 1
             assert value(queued, "masakari_queue_oldest_new_age_seconds") >= 0
             assert delta(api_before, queued, "masakari_notifications", status="new") == 1
 
-            engine = EngineService(dep.conf, dep.db, dep.sim.client(timeout=5))
-            engine.start()
-            try:
-                deadline = time.monotonic() + 30
-                while value(scrape_api(dep), "masakari_notifications", status="finished") < 1:
-                    assert time.monotonic() < deadline
-                    time.sleep(0.1)
+            with engine_running(dep) as engine:
+                assert until_settled(dep, nid)["status"] == "finished"
                 running = scrape_engine(port)
                 assert "masakari_recovery_oldest_running_age_seconds" in {k[0] for k in running}
-            finally:
-                engine.stop(grace=2)
             api_after = scrape_api(dep)
         finally:
             server.shutdown()

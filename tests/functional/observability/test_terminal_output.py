@@ -3,12 +3,8 @@ neither clears the screen, retitles the window, writes the clipboard nor forges 
 
 from __future__ import annotations
 
-import datetime
-import time
-
 from masakari.cmd import manage
-from masakari.engine.service import EngineService
-from tests.functional.api.support import Deployment, host_body, segment_body
+from tests.functional.api.support import Deployment, host_down, report, segment_with_host, settle
 
 FAST = {
     "wait_period_after_service_update": "0",
@@ -24,34 +20,12 @@ RAW = ("\x1b", "\x07", "\x9b", "\r", "\u202e")
 
 
 def _recovered_with_hostile_name(dep: Deployment) -> str:
-    dep.sim.power_off("compute-1")
-    dep.sim.service_down_time = 0
+    host_down(dep)
     dep.sim.add_server(host="compute-1", name=HOSTILE, metadata={"HA_Enabled": "True"})
-    seg = dep.request("POST", "/v1/segments", segment_body()).json["segment"]["uuid"]
-    assert dep.request("POST", f"/v1/segments/{seg}/hosts", host_body()).status_int == 201
-    now = datetime.datetime.now(datetime.UTC).replace(tzinfo=None).isoformat()
-    body = {
-        "notification": {
-            "type": "COMPUTE_HOST",
-            "hostname": "compute-1",
-            "generated_time": now,
-            "payload": {"event": "STOPPED", "host_status": "NORMAL"},
-        }
-    }
-    nid = dep.request("POST", "/v1/notifications", body).json["notification"]["notification_uuid"]
-    engine = EngineService(dep.conf, dep.db, dep.sim.client(timeout=5))
-    engine.start()
-    try:
-        deadline = time.monotonic() + 60
-        while dep.request("GET", f"/v1/notifications/{nid}").json["notification"]["status"] in (
-            "new",
-            "running",
-        ):
-            assert time.monotonic() < deadline
-            time.sleep(0.1)
-    finally:
-        engine.stop(grace=2)
-    return str(nid)
+    segment_with_host(dep)
+    nid = report(dep)
+    settle(dep, nid, timeout=60)
+    return nid
 
 
 def test_notification_show_neutralises_control_characters(capsys, tmp_path) -> None:

@@ -3,17 +3,14 @@ as a timeline and drawn as an HTML page that headless Chromium renders."""
 
 from __future__ import annotations
 
-import datetime
 import shutil
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
 from masakari.cmd import manage
-from masakari.engine.service import EngineService
-from tests.functional.api.support import Deployment, host_body, segment_body
+from tests.functional.api.support import Deployment, host_down, report, segment_with_host, settle
 
 FAST = {
     "wait_period_after_service_update": "0",
@@ -27,37 +24,15 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 def recover(dep: Deployment) -> tuple[str, dict[str, str]]:
     """A host failure with three instances, one of which Nova fails to evacuate."""
-    dep.sim.power_off("compute-1")
-    dep.sim.service_down_time = 0
+    host_down(dep)
     servers = {
         name: dep.sim.add_server(host="compute-1", name=name, metadata={"HA_Enabled": "True"})
         for name in ("web-1", "web-2", "db-1")
     }
     dep.sim.state_fault("evacuate_error", servers["db-1"])
-    seg = dep.request("POST", "/v1/segments", segment_body()).json["segment"]["uuid"]
-    assert dep.request("POST", f"/v1/segments/{seg}/hosts", host_body()).status_int == 201
-    now = datetime.datetime.now(datetime.UTC).replace(tzinfo=None).isoformat()
-    body = {
-        "notification": {
-            "type": "COMPUTE_HOST",
-            "hostname": "compute-1",
-            "generated_time": now,
-            "payload": {"event": "STOPPED", "host_status": "NORMAL"},
-        }
-    }
-    nid = dep.request("POST", "/v1/notifications", body).json["notification"]["notification_uuid"]
-    engine = EngineService(dep.conf, dep.db, dep.sim.client(timeout=5))
-    engine.start()
-    try:
-        deadline = time.monotonic() + 60
-        while dep.request("GET", f"/v1/notifications/{nid}").json["notification"]["status"] in (
-            "new",
-            "running",
-        ):
-            assert time.monotonic() < deadline
-            time.sleep(0.1)
-    finally:
-        engine.stop(grace=2)
+    segment_with_host(dep)
+    nid = report(dep)
+    settle(dep, nid, timeout=60)
     return nid, servers
 
 

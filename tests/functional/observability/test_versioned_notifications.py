@@ -3,7 +3,6 @@ compared key by key with the structure of the reference's notification samples."
 
 from __future__ import annotations
 
-import datetime
 import os
 import queue
 import socket
@@ -14,8 +13,14 @@ from typing import Any
 
 import pytest
 
-from masakari.engine.service import EngineService
-from tests.functional.api.support import Deployment, host_body, segment_body
+from tests.functional.api.support import (
+    Deployment,
+    host_body,
+    host_down,
+    report,
+    segment_body,
+    settle,
+)
 
 RABBIT_URL = os.environ.get("MASAKARI_TEST_RABBIT_URL", "rabbit://guest:guest@127.0.0.1:5672/")
 FAST = {
@@ -154,8 +159,7 @@ def test_events_reach_rabbitmq_shaped_as_the_reference(rabbit: str) -> None:
 
 
 def _exercise(dep: Deployment) -> None:
-    dep.sim.power_off("compute-1")
-    dep.sim.service_down_time = 0
+    host_down(dep)
     dep.sim.add_server(host="compute-1", metadata={"HA_Enabled": "True"})
     seg = dep.request("POST", "/v1/segments", segment_body()).json["segment"]["uuid"]
     change = {"segment": {"description": "changed"}}
@@ -166,28 +170,7 @@ def _exercise(dep: Deployment) -> None:
     put = {"host": {"reserved": True}}
     assert dep.request("PUT", f"/v1/segments/{seg}/hosts/{other}", put).status_int == 200
     assert dep.request("DELETE", f"/v1/segments/{seg}/hosts/{other}").status_int == 204
-    now = datetime.datetime.now(datetime.UTC).replace(tzinfo=None).isoformat()
-    body = {
-        "notification": {
-            "type": "COMPUTE_HOST",
-            "hostname": "compute-1",
-            "generated_time": now,
-            "payload": {"event": "STOPPED", "host_status": "NORMAL"},
-        }
-    }
-    nid = dep.request("POST", "/v1/notifications", body).json["notification"]["notification_uuid"]
-    engine = EngineService(dep.conf, dep.db, dep.sim.client(timeout=5))
-    engine.start()
-    try:
-        deadline = time.monotonic() + 30
-        while dep.request("GET", f"/v1/notifications/{nid}").json["notification"]["status"] in (
-            "new",
-            "running",
-        ):
-            assert time.monotonic() < deadline
-            time.sleep(0.1)
-    finally:
-        engine.stop(grace=2)
+    settle(dep, report(dep))
     # The segment goes last: a segment with hosts cannot be deleted.
     assert dep.request("DELETE", f"/v1/segments/{seg}/hosts/{host}").status_int == 204
     assert dep.request("DELETE", f"/v1/segments/{seg}").status_int == 204

@@ -3,24 +3,17 @@
 from __future__ import annotations
 
 import contextlib
-import datetime
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
 
 from masakari import conf as masakari_conf
-from masakari import exception, metrics
+from masakari import metrics
 from masakari.detection.detector import Detector
 from masakari.engine.lease import Lease
-
-
-class Clock:
-    def monotonic(self) -> float:
-        return 0.0
-
-    def now(self) -> datetime.datetime:
-        return datetime.datetime(2026, 1, 1)
+from tests.fakes.nova import NovaSimulator
+from tests.support.clock import FakeClock
 
 
 class HeldLease:
@@ -30,7 +23,7 @@ class HeldLease:
     renew_interval = 1.0
 
     def current(self) -> Lease:
-        return Lease("engine-a", 1, Clock(), 100.0, 0.0)
+        return Lease("engine-a", 1, FakeClock(), 100.0, 0.0)
 
 
 class Unreachable:
@@ -40,18 +33,6 @@ class Unreachable:
     def reader(self) -> Any:
         raise sa.exc.OperationalError("SELECT 1", {}, Exception("server closed the connection"))
         yield
-
-
-class Nova:
-    def __init__(self, fails: bool) -> None:
-        self.fails = fails
-        self.calls = 0
-
-    def list_compute_services(self) -> list[Any]:
-        self.calls += 1
-        if self.fails:
-            raise exception.NovaError(service="Nova")
-        return []
 
 
 def probe_ok() -> None:
@@ -74,8 +55,10 @@ def test_a_poll_that_cannot_reach_something_is_blind_and_says_what(
     probe, nova_fails, reason
 ) -> None:
     conf = masakari_conf.for_tests(**{"detection.enabled": True})
-    nova = Nova(nova_fails)
-    detector = Detector(conf, Unreachable(), nova, HeldLease(), probe, Clock())  # type: ignore[arg-type]
+    sim = NovaSimulator()  # not started: answers in process
+    if nova_fails:
+        sim.fail(500, path="/os-services")
+    detector = Detector(conf, Unreachable(), sim.client(), HeldLease(), probe, FakeClock())  # type: ignore[arg-type]
     before = metrics.OWN.get_sample_value("masakari_detection_polls_total", {"result": "blind"})
     detector.poll()
     assert {r: blind(r) for r in ("keystone", "nova", "database")} == {
@@ -84,4 +67,4 @@ def test_a_poll_that_cannot_reach_something_is_blind_and_says_what(
     after = metrics.OWN.get_sample_value("masakari_detection_polls_total", {"result": "blind"})
     assert after == (before or 0) + 1
     # Keystone is asked first: a controller cut off from it does not even ask Nova.
-    assert nova.calls == (0 if reason == "keystone" else 1)
+    assert len(sim.nova_calls()) == (0 if reason == "keystone" else 1)

@@ -10,25 +10,25 @@ from masakari import exception
 from masakari.engine.context import Cancelled, PollTimeout, nova_message
 from masakari.engine.recovery.instance import is_handled_event
 from masakari.engine.recovery.payloads import InstancePayload
-from tests.unit.engine.conftest import make_run
+from tests.unit.engine.conftest import idle_run
 
 
-def test_poll_probes_first_then_checks_the_timeout(db, nova, clock):
-    run = make_run(db, nova, clock)
+def test_poll_probes_first_then_checks_the_timeout(clock):
+    run = idle_run(clock)
     probes = []
     with pytest.raises(PollTimeout):
         run.poll(lambda: probes.append(clock.offset), interval=1, timeout=3)
     assert probes == [0, 1, 2, 3, 4]
 
 
-def test_poll_without_timeout(db, nova, clock):
-    run = make_run(db, nova, clock)
+def test_poll_without_timeout(clock):
+    run = idle_run(clock)
     answers = iter([None] * 1000 + ["done"])
     assert run.poll(lambda: next(answers), interval=1, timeout=0) == "done"
 
 
-def test_poll_stops_when_cancelled(db, nova, clock):
-    run = make_run(db, nova, clock)
+def test_poll_stops_when_cancelled(clock):
+    run = idle_run(clock)
     run.cancel.set()
     with pytest.raises(Cancelled):
         run.poll(lambda: None, interval=1, timeout=0)

@@ -1,4 +1,5 @@
-"""The batched poller: one list per host and round for every waiter, failures reported."""
+"""The batched poller: one list per host and round for every waiter, failures reported.
+Against the simulator, in process."""
 
 from __future__ import annotations
 
@@ -8,32 +9,29 @@ from typing import Any
 import pytest
 
 from masakari import exception
-from masakari.compute.servers import Server
 from masakari.engine.errors import Cancelled, PollTimeout
 from masakari.engine.hostpoll import HURRIED, HostPoller
+from tests.fakes.nova import NovaSimulator
 
 
-class _Nova:
-    def __init__(self) -> None:
-        self.lists: list[str] = []
-        self.on_host: dict[str, list[Server]] = {}
-        self.error: Exception | None = None
+@pytest.fixture
+def sim() -> NovaSimulator:
+    return NovaSimulator()  # not started: answers in process
 
-    def list_servers_on_host(self, host: str) -> list[Server]:
-        self.lists.append(host)
-        if self.error is not None:
-            raise self.error
-        return list(self.on_host.get(host, []))
+
+def _lists(sim: NovaSimulator) -> list[str]:
+    """The hosts whose servers were listed, one entry per request."""
+    return [dict(c["query"])["host"] for c in sim.nova_calls() if c["path"] == "/servers/detail"]
 
 
 def _never() -> None:
     return None
 
 
-def test_waiters_of_one_host_share_each_list() -> None:
-    nova = _Nova()
-    nova.on_host["h1"] = [Server(f"vm-{i}") for i in range(5)]
-    poller = HostPoller(nova, interval=0.05)  # type: ignore[arg-type]
+def test_waiters_of_one_host_share_each_list(sim: NovaSimulator) -> None:
+    for i in range(5):
+        sim.add_server(f"vm-{i}", host="h1")
+    poller = HostPoller(sim.client(), interval=0.05)
     poller.start()
     seen: list[str] = []
     lock = threading.Lock()
@@ -50,24 +48,24 @@ def test_waiters_of_one_host_share_each_list() -> None:
     try:
         for t in threads:
             t.start()
-        while len(nova.lists) < 3:
+        while len(_lists(sim)) < 3:
             threading.Event().wait(0.01)
-        rounds = len(nova.lists)
-        nova.on_host["h1"] = []  # every instance left
+        rounds = len(_lists(sim))
+        for i in range(5):  # every instance left
+            sim.update_server(f"vm-{i}", host="h2")
         for t in threads:
             t.join(5)
     finally:
         poller.stop()
     assert sorted(seen) == [f"vm-{i}" for i in range(5)]
     # one list per round, not per waiter
-    assert set(nova.lists) == {"h1"}
-    assert len(nova.lists) <= rounds + 3
+    assert set(_lists(sim)) == {"h1"}
+    assert len(_lists(sim)) <= rounds + 3
 
 
-def test_a_failed_list_is_reported_to_the_waiter() -> None:
-    nova = _Nova()
-    nova.error = exception.NovaError(message="Nova is down")
-    poller = HostPoller(nova, interval=0.05)  # type: ignore[arg-type]
+def test_a_failed_list_is_reported_to_the_waiter(sim: NovaSimulator) -> None:
+    sim.fail(500, path="/servers/detail")
+    poller = HostPoller(sim.client(), interval=0.05)
     poller.start()
     try:
         with pytest.raises(exception.NovaError):
@@ -76,10 +74,9 @@ def test_a_failed_list_is_reported_to_the_waiter() -> None:
         poller.stop()
 
 
-def test_timeout_and_cancel() -> None:
-    nova = _Nova()
-    nova.on_host["h1"] = [Server("vm")]
-    poller = HostPoller(nova, interval=0.05)  # type: ignore[arg-type]
+def test_timeout_and_cancel(sim: NovaSimulator) -> None:
+    sim.add_server("vm", host="h1")
+    poller = HostPoller(sim.client(), interval=0.05)
     poller.start()
     try:
         with pytest.raises(PollTimeout):
@@ -94,10 +91,9 @@ def test_timeout_and_cancel() -> None:
         poller.stop()
 
 
-def test_the_period_is_shorter_only_while_a_waiter_hurries() -> None:
-    nova = _Nova()
-    nova.on_host["h1"] = [Server("vm")]
-    poller = HostPoller(nova, interval=1.0)  # type: ignore[arg-type]
+def test_the_period_is_shorter_only_while_a_waiter_hurries(sim: NovaSimulator) -> None:
+    sim.add_server("vm", host="h1")
+    poller = HostPoller(sim.client(), interval=1.0)
     slot_awaited = threading.Event()
     assert poller.period() == 1.0
     poller.poll_host("h1")
@@ -116,7 +112,7 @@ def test_the_period_is_shorter_only_while_a_waiter_hurries() -> None:
         slot_awaited.set()
         assert poller.period() == HURRIED
     finally:
-        nova.on_host["h1"] = []
+        sim.update_server("vm", host="h2")
         poller.poll_host("h1")
         waiter.join(5)
     assert done.is_set()

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 
 from masakari.engine.context import Cancelled, PollTimeout
 from masakari.engine.lease import Lease, LeaseLost
-from tests.unit.engine.conftest import make_run
-from tests.unit.engine.fakes import FakeClock
+from tests.support.clock import FakeClock
+from tests.unit.engine.conftest import idle_run
 
 
 def _lease(clock: FakeClock, term: float = 10.0, started: float | None = None) -> Lease:
@@ -98,53 +96,39 @@ def test_lease_lost_is_a_cancellation():
 # --- a run's waits -------------------------------------------------------------------------------
 
 
-def test_sleep_within_the_lease(db, nova, clock):
-    run = make_run(db, nova, clock, lease_term=100)
+def test_sleep_within_the_lease(clock):
+    run = idle_run(clock, lease_term=100)
     run.sleep(60)
     assert clock.offset == 60
 
 
-def test_long_sleep_ends_with_lease_lost_when_the_lease_runs_out(db, nova, clock):
-    run = make_run(db, nova, clock, lease_term=10)
+def test_long_sleep_ends_with_lease_lost_when_the_lease_runs_out(clock):
+    run = idle_run(clock, lease_term=10)
     with pytest.raises(LeaseLost):
         run.sleep(180)
     # The sleep ends at the lease's end, not 170 s later.
     assert clock.offset == 10
 
 
-def test_sleep_after_the_lease_ran_out_does_not_sleep(db, nova, clock):
-    run = make_run(db, nova, clock, lease_term=10)
+def test_sleep_after_the_lease_ran_out_does_not_sleep(clock):
+    run = idle_run(clock, lease_term=10)
     clock.offset = 10
     with pytest.raises(LeaseLost):
         run.sleep(5)
     assert clock.offset == 10
 
 
-class RenewingClock(FakeClock):
-    """A clock whose sleeps let a heartbeat renew the lease half-way through each of them."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.lease: Lease | None = None
-
-    def sleep(self, seconds: float, cancel: threading.Event) -> None:
-        super().sleep(seconds / 2, cancel)
-        assert self.lease is not None
-        self.lease.renewed(self.monotonic())
-        super().sleep(seconds / 2, cancel)
-
-
-def test_long_sleep_goes_on_while_the_lease_is_renewed(db, nova):
-    clock = RenewingClock()
-    run = make_run(db, nova, clock, lease_term=10)
-    clock.lease = run.lease
+def test_long_sleep_goes_on_while_the_lease_is_renewed(clock):
+    run = idle_run(clock, lease_term=10)
+    # A heartbeat renews the lease every 4 s while the run sleeps.
+    clock.every(4, lambda: run.lease.renewed(clock.monotonic()))
     run.sleep(180)
     assert clock.offset == pytest.approx(180)
     assert not run.lease.lost
 
 
-def test_poll_without_timeout_ends_with_the_lease(db, nova, clock):
-    run = make_run(db, nova, clock, lease_term=30)
+def test_poll_without_timeout_ends_with_the_lease(clock):
+    run = idle_run(clock, lease_term=30)
     probes = []
     with pytest.raises(LeaseLost):
         run.poll(lambda: probes.append(clock.offset), interval=1, timeout=0)
@@ -152,14 +136,14 @@ def test_poll_without_timeout_ends_with_the_lease(db, nova, clock):
     assert probes == [float(i) for i in range(30)]
 
 
-def test_poll_timeout_within_the_lease_is_a_timeout(db, nova, clock):
-    run = make_run(db, nova, clock, lease_term=30)
+def test_poll_timeout_within_the_lease_is_a_timeout(clock):
+    run = idle_run(clock, lease_term=30)
     with pytest.raises(PollTimeout):
         run.poll(lambda: None, interval=1, timeout=5)
 
 
-def test_check_raises_lease_lost(db, nova, clock):
-    run = make_run(db, nova, clock, lease_term=10)
+def test_check_raises_lease_lost(clock):
+    run = idle_run(clock, lease_term=10)
     run.check()
     run.lease.lose()
     with pytest.raises(LeaseLost):

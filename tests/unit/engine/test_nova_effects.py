@@ -1,86 +1,70 @@
 """The checked changes: after an ambiguous failure Nova is read before anything is sent again,
-so that no change is made twice; and nothing is sent once the lease is over."""
+so that no change is made twice; and nothing is sent once the lease is over. Against the
+simulator, in process."""
 
 from __future__ import annotations
 
-import threading
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from masakari import exception
 from masakari.compute import retry
+from masakari.compute.nova import NovaClient
 from masakari.engine.lease import Lease, LeaseLost
 from masakari.engine.nova_effects import LeasedReads, NovaChanges
+from tests.fakes.nova import NovaSimulator
+from tests.support.clock import FakeClock
+
+# What Nova does with one change request: "ok"; "lost" (acted on, the answer lost: a
+# timeout); "unsent" (a balancer's 503 before Nova acts); or an HTTP status answered
+# without acting.
+ACTIONS = {"evacuate": "evacuate", "stop_server": "os-stop", "add_host_to_aggregate": "add_host"}
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.t = 0.0
+@pytest.fixture
+def sim() -> Iterator[NovaSimulator]:
+    sim = NovaSimulator(clock=FakeClock())  # not started: answers in process
+    sim.add_service("compute-1", state="down")
+    sim.add_service("compute-2")
+    sim.add_server("vm", host="compute-1")
+    sim.add_aggregate(1, "agg", [])
+    yield sim
 
-    def monotonic(self) -> float:
-        return self.t
 
-    def sleep(self, seconds: float, cancel: threading.Event) -> None:
-        self.t += seconds
+def scripted(sim: NovaSimulator, *outcomes: Any) -> NovaClient:
+    """The engine's client, whose change requests meet ``outcomes``, one per request."""
+    nova = sim.client(timeout=5, policy=retry.Policy(retries=3, delay=0.5))
+    pending = list(outcomes)
+    for name, action in ACTIONS.items():
+        real = getattr(nova, name)
+
+        def send(*args: Any, _real: Any = real, _action: str = action, **kwargs: Any) -> Any:
+            outcome = pending.pop(0) if pending else "ok"
+            if outcome == "lost":
+                sim.slow(60, action=_action, times=1)
+            elif outcome == "unsent":
+                sim.fail(503, action=_action, times=1)
+            elif isinstance(outcome, int):
+                sim.fail(outcome, action=_action, times=1)
+            return _real(*args, **kwargs)
+
+        setattr(nova, name, send)
+    return nova
 
 
-class Nova:
-    """A Nova whose change requests fail as ``outcomes`` say, one per request:
-    ``"ok"``, ``"lost"`` (acted on, answer lost), ``"unsent"`` (503 before acting), or an
-    HTTP status answered without acting."""
-
-    def __init__(self, *outcomes: Any, host: str = "compute-1") -> None:
-        self.outcomes = list(outcomes)
-        self.server = {
-            "id": "vm",
-            "OS-EXT-SRV-ATTR:host": host,
-            "OS-EXT-STS:vm_state": "active",
-            "OS-EXT-STS:task_state": None,
-        }
-        self.acted: list[str] = []
-        self.sent: list[str] = []
-        self.policy = retry.Policy(retries=3, delay=0.5)
-        self.aggregates = [{"id": 1, "hosts": []}]
-
-    def get_server(self, server_id: str) -> dict[str, Any]:
-        return dict(self.server)
-
-    def list_aggregates(self) -> list[dict[str, Any]]:
-        return self.aggregates
-
-    def _request(self, name: str, act: Any) -> None:
-        self.sent.append(name)
-        outcome = self.outcomes.pop(0) if self.outcomes else "ok"
-        if isinstance(outcome, int):
-            raise exception.NovaError(f"HTTP {outcome}", status=outcome)
-        if outcome == "unsent":
-            raise exception.NovaError("HTTP 503", status=503)
-        if self.server["OS-EXT-STS:task_state"] is not None:
-            raise exception.NovaError("Conflict", status=409)
-        act()
-        self.acted.append(name)
-        if outcome == "lost":
-            raise exception.NovaTimeout(service="Nova")
-
-    def evacuate(self, server_id: str, host: str | None = None) -> None:
-        self._request(
-            "evacuate", lambda: self.server.update({"OS-EXT-STS:task_state": "rebuilding"})
-        )
-
-    def stop_server(self, server_id: str) -> None:
-        self._request("stop", lambda: self.server.update({"OS-EXT-STS:vm_state": "stopped"}))
-
-    def add_host_to_aggregate(self, aggregate_id: Any, host: str) -> None:
-        self._request("add_host", lambda: self.aggregates[0]["hosts"].append(host))
+def sent(sim: NovaSimulator) -> list[str]:
+    """The change requests Nova received (answered or not)."""
+    return [next(iter(c["body"])) for c in sim.nova_calls() if c["method"] == "POST"]
 
 
 class Changes(NovaChanges):
-    def __init__(self, nova: Nova, lease_term: float = 1e9) -> None:
-        self._nova = nova  # type: ignore[assignment]
-        self._clock = Clock()  # type: ignore[assignment]
+    def __init__(self, nova: NovaClient, lease_term: float = 1e9) -> None:
+        self._nova = nova
+        self._clock = FakeClock()
         self.lease = Lease("e", 1, self._clock, lease_term, 0.0)
-        self.reads = LeasedReads(nova, self.lease)  # type: ignore[arg-type]
+        self.reads = LeasedReads(nova, self.lease)
         self.notes: list[str] = []
 
     def _note(self, instance_uuid: str, action: str) -> None:
@@ -91,77 +75,77 @@ class Changes(NovaChanges):
 
 
 @pytest.mark.parametrize(
-    ("outcomes", "sent"),
+    ("outcomes", "requests"),
     [
         (["lost"], ["evacuate"]),  # acted on: read, rebuilding, not sent again
         (["unsent"], ["evacuate", "evacuate"]),  # nothing happened: sent again
         (["unsent", "unsent", "lost"], ["evacuate"] * 3),
     ],
 )
-def test_evacuate_is_made_exactly_once(outcomes: list[Any], sent: list[str]) -> None:
-    nova = Nova(*outcomes)
-    Changes(nova).send_evacuate("vm", None)
-    assert nova.acted == ["evacuate"]
-    assert nova.sent == sent
+def test_evacuate_is_made_exactly_once(
+    sim: NovaSimulator, outcomes: list[Any], requests: list[str]
+) -> None:
+    Changes(scripted(sim, *outcomes)).send_evacuate("vm", None)
+    assert sim.evacuations_accepted == {"vm": 1}
+    assert sent(sim) == requests
 
 
-def test_an_evacuation_that_already_moved_the_server_is_not_sent_again() -> None:
-    nova = Nova(504)
-    nova.server["OS-EXT-SRV-ATTR:host"] = "compute-2"  # a balancer's 504, Nova had moved it
-    Changes(nova).send_evacuate("vm", None)
-    assert nova.sent == ["evacuate"]
+def test_an_evacuation_that_already_moved_the_server_is_not_sent_again(
+    sim: NovaSimulator,
+) -> None:
+    sim.fail(504, action="evacuate", apply=True, times=1)  # a balancer's 504, Nova moved it
+    Changes(scripted(sim)).send_evacuate("vm", None)
+    assert sim.server("vm")["OS-EXT-SRV-ATTR:host"] == "compute-2"
+    assert sent(sim) == ["evacuate"]
 
 
-def test_a_resend_refused_as_a_conflict_is_judged_by_reading_nova() -> None:
+def test_a_resend_refused_as_a_conflict_is_judged_by_reading_nova(sim: NovaSimulator) -> None:
     """The first request landed after the read (Nova was slow): the resend meets a 409."""
-    nova = Nova("unsent")
+    nova = scripted(sim, "unsent")
     changes = Changes(nova)
     real = nova.get_server
     reads = []
 
-    def get_server(server_id: str) -> dict[str, Any]:
+    def get_server(server_id: str) -> Any:
         reads.append(1)
+        out = real(server_id)
         if len(reads) == 1:  # the first read: before the slow first request lands
-            out = real(server_id)
-            nova.server["OS-EXT-STS:task_state"] = "rebuilding"
-            return out
-        return real(server_id)
+            sim.update_server(server_id, task_state="rebuilding")
+        return out
 
     nova.get_server = get_server  # type: ignore[method-assign]
     changes.send_evacuate("vm", None)
-    assert nova.sent == ["evacuate", "evacuate"]
+    assert sent(sim) == ["evacuate", "evacuate"]
+    assert [c["status"] for c in sim.nova_calls() if c["method"] == "POST"] == [503, 409]
     assert len(reads) == 2
 
 
-def test_a_conflict_on_the_first_request_is_nova_s_answer() -> None:
-    nova = Nova(409)
+def test_a_conflict_on_the_first_request_is_nova_s_answer(sim: NovaSimulator) -> None:
     with pytest.raises(exception.NovaError) as err:
-        Changes(nova).send_evacuate("vm", None)
+        Changes(scripted(sim, 409)).send_evacuate("vm", None)
     assert err.value.status == 409
-    assert nova.sent == ["evacuate"]
+    assert sent(sim) == ["evacuate"]
 
 
-def test_the_policy_gives_up_after_its_resends() -> None:
-    nova = Nova(*["unsent"] * 10)
+def test_the_policy_gives_up_after_its_resends(sim: NovaSimulator) -> None:
     with pytest.raises(exception.NovaError):
-        Changes(nova).send_evacuate("vm", None)
-    assert nova.sent == ["evacuate"] * 4  # the first and the policy's three
-    assert nova.acted == []
+        Changes(scripted(sim, *["unsent"] * 10)).send_evacuate("vm", None)
+    assert sent(sim) == ["evacuate"] * 4  # the first and the policy's three
+    assert sim.evacuations_accepted == {}
 
 
-def test_no_resend_once_the_lease_is_over() -> None:
-    nova = Nova("unsent")
-    changes = Changes(nova, lease_term=0.2)  # over during the pause before the read
+def test_no_resend_once_the_lease_is_over(sim: NovaSimulator) -> None:
+    changes = Changes(scripted(sim, "unsent"), lease_term=0.2)  # over during the pause
     with pytest.raises(LeaseLost):
         changes.send_evacuate("vm", None)
-    assert nova.sent == ["evacuate"]
+    assert sent(sim) == ["evacuate"]
 
 
-def test_stop_and_add_host_are_checked_too() -> None:
-    nova = Nova("lost", "lost")
-    changes = Changes(nova)
+def test_stop_and_add_host_are_checked_too(sim: NovaSimulator) -> None:
+    changes = Changes(scripted(sim, "lost", "lost"))
     changes.stop_server("vm")
     changes.add_host_to_aggregate(1, "compute-2")
-    assert nova.sent == ["stop", "add_host"]
-    assert nova.aggregates[0]["hosts"] == ["compute-2"]
+    assert sent(sim) == ["os-stop", "add_host"]  # each once, although no answer came
+    assert sim.server("vm")["OS-EXT-STS:vm_state"] == "stopped"
+    assert sim.aggregate(1)["hosts"] == ["compute-2"]
     assert changes.notes == ["stop"]

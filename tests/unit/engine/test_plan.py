@@ -6,11 +6,13 @@ from __future__ import annotations
 import pytest
 
 from masakari import conf as masakari_conf
+from masakari.compute.nova import NovaClient
 from masakari.compute.placement import HostCapacity, flavor_resources
-from masakari.compute.servers import Server, Service
 from masakari.engine import capacity, plan, selection
 from masakari.engine.effects import VMoveData
 from masakari.engine.recovery import groups
+from tests.fakes.nova import NovaSimulator
+from tests.fakes.placement import Flavor
 
 
 def _inst(
@@ -90,9 +92,18 @@ def test_batches_cut_where_the_group_changes():
     assert groups.batches([], None) == []
 
 
+def _nova_with_a_big_vm_on(host: str, up: tuple[str, ...]) -> NovaClient:
+    """The simulator (in process): a 64-vCPU server on ``host``, the ``up`` computes."""
+    sim = NovaSimulator()
+    for name in up:
+        sim.add_service(name)
+    sim.add_server("vm", host=host, flavor=Flavor(vcpus=64))
+    return sim.client()
+
+
 def test_reserved_steps_with_unknown_capacity_send_everything_there():
     conf = masakari_conf.for_tests(**{"host_failure.capacity_aware_targets": True})
-    nova = Nova([{"id": "vm", "flavor": {"vcpus": 64}}], {"spare-fqdn", "spare"})
+    nova = _nova_with_a_big_vm_on("failed", up=("spare-fqdn", "spare"))
     found = plan.build(
         conf,
         nova,
@@ -136,7 +147,7 @@ def test_select_follows_the_prepare_task_rules():
         {"id": "plain", "metadata": {}},
         {"id": "ha", "metadata": {"HA_Enabled": "True"}, "flavor": {"vcpus": 2, "swap": 1025}},
     ]
-    found = selection.select(conf, Nova([], set()), "compute-1", servers, None)
+    found = selection.select(conf, NovaSimulator().client(), "compute-1", servers, None)
     chosen = found.moving()
     assert [i.id for i in chosen] == ["ha"]
     assert chosen[0].resources == {"VCPU": 2, "MEMORY_MB": 0, "DISK_GB": 2}
@@ -149,26 +160,9 @@ def test_flavor_resources_counts_swap_in_disk():
     assert flavor_resources(server) == {"VCPU": 4, "MEMORY_MB": 4096, "DISK_GB": 51}
 
 
-class Nova:
-    def __init__(self, servers: list[dict], up: set[str]) -> None:
-        self.servers, self.up = servers, up
-
-    def find_compute_services(self, host: str) -> list[Service]:
-        return [Service(host, host, "enabled", "up")] if host in self.up else []
-
-    def list_servers_on_host(self, host: str) -> list[Server]:
-        return [Server.of(s) for s in self.servers]
-
-    def list_aggregates(self) -> list[dict]:
-        return []
-
-    def list_server_groups(self) -> list[dict]:
-        return []
-
-
 def test_build_without_a_provider_for_a_target_decides_nothing():
     conf = masakari_conf.for_tests(**{"host_failure.capacity_aware_targets": True})
-    nova = Nova([{"id": "vm", "flavor": {"vcpus": 64}}], {"peer-1", "peer-fqdn"})
+    nova = _nova_with_a_big_vm_on("failed", up=("peer-1", "peer-fqdn"))
     found = plan.build(
         conf,
         nova,

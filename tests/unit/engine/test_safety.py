@@ -7,6 +7,7 @@ from typing import Any
 
 from masakari.compute.servers import Server
 from masakari.engine.recovery import safety
+from tests.fakes.nova import NovaSimulator
 
 
 def _options(**values: bool) -> Any:
@@ -16,19 +17,18 @@ def _options(**values: bool) -> Any:
     )
 
 
-class _Nova:
-    def __init__(self, groups: list[dict[str, Any]], on_target: list[str]) -> None:
-        self.groups = groups
-        self.on_target = on_target
-        self.calls: list[str] = []
+def _nova(sim: NovaSimulator, groups: dict[str, list[str]], on_target: list[str]) -> Any:
+    """The simulator (in process) with server groups {policy: members} and servers on the
+    target host 'spare'."""
+    for sid in on_target:
+        sim.add_server(sid, host="spare")
+    for policy, members in groups.items():
+        sim.add_server_group(policy, members, id="g")
+    return sim.client()
 
-    def list_servers_on_host(self, host: str) -> list[dict[str, Any]]:
-        self.calls.append(f"servers {host}")
-        return [Server(i) for i in self.on_target]
 
-    def list_server_groups(self) -> list[dict[str, Any]]:
-        self.calls.append("groups")
-        return self.groups
+def _requests(sim: NovaSimulator) -> list[str]:
+    return [f"{c['method']} {c['path']}" for c in sim.nova_calls()]
 
 
 def test_anti_affinity_members_moving_to_one_target_keep_only_the_first() -> None:
@@ -53,19 +53,22 @@ def test_soft_policies_are_never_a_reason() -> None:
 
 
 def test_no_nova_request_when_off_or_without_a_target() -> None:
-    nova = _Nova([], [])
+    sim = NovaSimulator()
+    nova = _nova(sim, {}, [])
     servers = [Server("a", image_id="img"), Server("b")]
     assert safety.unsafe(_options(), nova, servers, "spare") == {}
     assert safety.unsafe(_options(groups=True), nova, servers, None) == {}
-    assert nova.calls == []
+    assert sim.nova_calls() == []
     found = safety.unsafe(_options(local=True), nova, servers, "spare")
     assert list(found) == ["a"]
-    assert nova.calls == []
+    assert sim.nova_calls() == []
 
 
 def test_local_disk_instances_are_not_checked_against_groups() -> None:
-    nova = _Nova([{"id": "g", "policy": "anti-affinity", "members": ["a", "b"]}], [])
+    sim = NovaSimulator()
+    nova = _nova(sim, {"anti-affinity": ["a", "b"]}, [])
     servers = [Server("a", image_id="img"), Server("b")]
     found = safety.unsafe(_options(groups=True, local=True), nova, servers, "spare")
     assert list(found) == ["a"] and "root disk is local" in found["a"]
-    assert nova.calls == ["servers spare", "groups"]
+    # the servers on the target, then the groups (a page, and the empty one that ends them)
+    assert _requests(sim) == ["GET /servers/detail", *["GET /os-server-groups"] * 2]

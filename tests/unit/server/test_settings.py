@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from types import SimpleNamespace
-from typing import Any
 
 import pytest
 
@@ -12,14 +11,8 @@ from masakari import conf as masakari_conf
 from masakari.server import settings
 
 
-def _conf(*lines: str, tmp_path: Any) -> Any:
-    path = tmp_path / "masakari.conf"
-    path.write_text("\n".join(lines) + "\n")
-    return masakari_conf.load(["--config-file", str(path)])
-
-
-def test_defaults(tmp_path: Any) -> None:
-    values = settings.gunicorn_settings(_conf("[DEFAULT]", tmp_path=tmp_path))
+def test_defaults() -> None:
+    values = settings.gunicorn_settings(masakari_conf.for_tests())
     assert values["bind"] == ["0.0.0.0:15868"]
     assert values["keepalive"] == 900
     assert values["limit_request_field_size"] == 16384
@@ -31,21 +24,20 @@ def test_defaults(tmp_path: Any) -> None:
         assert values["worker_tmp_dir"] == "/dev/shm"
 
 
-def test_server_options(tmp_path: Any) -> None:
-    conf = _conf(
-        "[DEFAULT]",
-        "masakari_api_listen = ::1",
-        "masakari_api_listen_port = 8000",
-        "masakari_api_workers = 3",
-        "use_ssl = true",
-        "[wsgi]",
-        "client_socket_timeout = 0",
-        "max_header_line = 100",
-        "ssl_cert_file = /c",
-        "ssl_key_file = /k",
-        "ssl_ca_file = /ca",
-        "default_pool_size = 5",
-        tmp_path=tmp_path,
+def test_server_options() -> None:
+    conf = masakari_conf.for_tests(
+        **{
+            "masakari_api_listen": "::1",
+            "masakari_api_listen_port": 8000,
+            "masakari_api_workers": 3,
+            "use_ssl": True,
+            "wsgi.client_socket_timeout": 0,
+            "wsgi.max_header_line": 100,
+            "wsgi.ssl_cert_file": "/c",
+            "wsgi.ssl_key_file": "/k",
+            "wsgi.ssl_ca_file": "/ca",
+            "wsgi.default_pool_size": 5,
+        }
     )
     values = settings.gunicorn_settings(conf)
     assert values["bind"] == ["[::1]:8000"]
@@ -57,13 +49,13 @@ def test_server_options(tmp_path: Any) -> None:
     assert settings.thread_count(conf) == settings.MIN_THREADS
 
 
-def test_keep_alive_off_closes_every_connection(tmp_path: Any) -> None:
-    conf = _conf("[wsgi]", "keep_alive = false", tmp_path=tmp_path)
+def test_keep_alive_off_closes_every_connection() -> None:
+    conf = masakari_conf.for_tests(**{"wsgi.keep_alive": False})
     assert settings.gunicorn_settings(conf)["keepalive"] == 0
 
 
-def test_negative_workers_refused(tmp_path: Any) -> None:
-    conf = _conf("[DEFAULT]", "masakari_api_workers = -1", tmp_path=tmp_path)
+def test_negative_workers_refused() -> None:
+    conf = masakari_conf.for_tests(masakari_api_workers=-1)
     with pytest.raises(ValueError):
         settings.worker_count(conf)
 

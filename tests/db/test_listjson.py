@@ -1,4 +1,5 @@
-"""The lists written straight to JSON are the bytes json.dumps writes of the views' dicts."""
+"""The lists written straight to JSON are the bytes json.dumps writes of the views' dicts, for
+rows as SQLite (in memory) returns them."""
 
 from __future__ import annotations
 

@@ -25,7 +25,7 @@ from masakari.engine.lease import LeaseLost
 from masakari.engine.recovery import fence, host
 from masakari.engine.recovery.flow import Store, TaskContext
 from masakari.fencing.base import DriverSpec, FenceError, PowerState, Refused, Unreachable
-from tests.unit.engine.conftest import make_run, task_rows
+from tests.functional.engine.runs.conftest import make_run, task_rows
 
 HOST = "compute-1"
 FENCED = FencedHost(HOST, "seg")
@@ -298,8 +298,8 @@ def test_power_on_after_recovery_once_through_the_driver_that_powered_off(db, no
     assert attempts(db, run.notification_uuid)[-1] == (1, "on", "done")
 
 
-def test_a_fenced_host_is_forced_down_without_the_wait(db, nova, clock):
-    nova.add_service(HOST)
+def test_a_fenced_host_is_forced_down_without_the_wait(db, sim, nova, clock):
+    sim.add_service(HOST)
     run = make_run(db, nova, clock, wait_period_after_service_update=180)
     store = Store(run.notification_uuid, host_name=HOST, host_status="UNKNOWN", host_fenced=True)
 
@@ -308,7 +308,7 @@ def test_a_fenced_host_is_forced_down_without_the_wait(db, nova, clock):
             pass
 
     host.disable_compute_service(TaskContext(run, store, Progress()))  # type: ignore[arg-type]
-    service = nova.services[HOST]
+    service = sim.service(HOST)
     assert service["forced_down"] and service["status"] == "disabled"
     assert clock.monotonic() == 0.0  # no wait_period_after_service_update sleep
 

@@ -8,8 +8,7 @@ import datetime
 import threading
 from typing import Any
 
-import pytest
-
+from masakari.compute.nova import NovaClient
 from masakari.db import slots as db_slots
 from masakari.db import vmoves as db_vmoves
 from masakari.db.database import Database, transaction
@@ -17,13 +16,13 @@ from masakari.db.models import EvacuationSlot, VMove
 from masakari.engine import slots as slots_module
 from masakari.engine.context import RunContext
 from masakari.engine.slots import EvacuationSlots, Slot
-from tests.unit.engine.conftest import make_run
-from tests.unit.engine.fakes import FakeClock, FakeNova
+from tests.functional.engine.runs.conftest import make_run
+from tests.support.clock import FakeClock
 
 FOREVER = datetime.datetime(2100, 1, 1)
 
 
-def _run(db: Database, nova: FakeNova, clock: FakeClock, owner: str = "engine-a") -> RunContext:
+def _run(db: Database, nova: NovaClient, clock: FakeClock, owner: str = "engine-a") -> RunContext:
     return make_run(db, nova, clock, owner=owner)
 
 
@@ -76,11 +75,6 @@ def _until_waiting(slots: EvacuationSlots, count: int) -> None:
             return
         threading.Event().wait(0.01)
     raise AssertionError(f"{slots.waiting} waiters, not {count}")
-
-
-@pytest.fixture
-def nova() -> FakeNova:
-    return FakeNova()
 
 
 def test_a_freed_slot_moves_to_the_best_local_waiter(db, nova, clock) -> None:

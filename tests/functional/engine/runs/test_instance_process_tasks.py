@@ -1,4 +1,4 @@
-"""Instance, process and compute-service tasks, one by one, on a fake Nova."""
+"""Instance, process and compute-service tasks, one by one, against the simulator."""
 
 from __future__ import annotations
 
@@ -11,8 +11,7 @@ from masakari.engine.context import PollTimeout
 from masakari.engine.progress import FlowProgress
 from masakari.engine.recovery import host, instance, process
 from masakari.engine.recovery.flow import Store, TaskContext
-from tests.unit.engine.conftest import make_run
-from tests.unit.engine.fakes import nova_error
+from tests.functional.engine.runs.conftest import make_run
 
 
 class Recorder:
@@ -43,9 +42,9 @@ def run_failing(fn, run, error, **store):
 
 
 @pytest.fixture
-def vm(nova):
-    nova.add_service("compute-1")
-    return nova.add_server("vm", "compute-1", metadata={"HA_Enabled": "True"})
+def vm(sim):
+    sim.add_service("compute-1")
+    return sim.add_server("vm", host="compute-1", metadata={"HA_Enabled": "True"})
 
 
 def test_stop_start_confirm(db, nova, clock, vm):
@@ -64,7 +63,9 @@ def test_stop_start_confirm(db, nova, clock, vm):
     ]
 
 
-def test_an_attempt_after_an_engine_lost_past_start_does_not_restart_again(db, nova, clock, vm):
+def test_an_attempt_after_an_engine_lost_past_start_does_not_restart_again(
+    db, sim, nova, clock, vm
+):
     first = make_run(db, nova, clock)
     run_task(instance.stop_instance, first, instance_uuid=vm)
     run_task(instance.start_instance, first, instance_uuid=vm)
@@ -75,19 +76,19 @@ def test_an_attempt_after_an_engine_lost_past_start_does_not_restart_again(db, n
     ]
     run_task(instance.start_instance, again, instance_uuid=vm)
     run_task(instance.confirm_instance_active, again, instance_uuid=vm)
-    assert nova.actions(vm) == ["stop", "start"]
+    assert sim.actions(vm) == ["os-stop", "os-start"]
 
 
-def test_an_attempt_after_an_engine_lost_past_stop_starts_it(db, nova, clock, vm):
+def test_an_attempt_after_an_engine_lost_past_stop_starts_it(db, sim, nova, clock, vm):
     first = make_run(db, nova, clock)
     run_task(instance.stop_instance, first, instance_uuid=vm)
     again = make_run(db, nova, clock, notification_uuid=first.notification_uuid)
     run_task(instance.stop_instance, again, instance_uuid=vm)  # stopped already: no request
     run_task(instance.start_instance, again, instance_uuid=vm)
-    assert nova.actions(vm) == ["stop", "start"]
+    assert sim.actions(vm) == ["os-stop", "os-start"]
 
 
-def test_a_retry_after_an_attempt_that_ended_restarts_it(db, nova, clock, vm):
+def test_a_retry_after_an_attempt_that_ended_restarts_it(db, sim, nova, clock, vm):
     """The periodic retry of an ``error`` notification runs the flow from scratch."""
     first = make_run(db, nova, clock)
     for task in (instance.stop_instance, instance.start_instance):
@@ -102,22 +103,23 @@ def test_a_retry_after_an_attempt_that_ended_restarts_it(db, nova, clock, vm):
     retry = make_run(db, nova, clock, notification_uuid=first.notification_uuid)
     for task in (instance.stop_instance, instance.start_instance):
         run_task(task, retry, instance_uuid=vm)
-    assert nova.actions(vm) == ["stop", "start", "stop", "start"]
+    assert sim.actions(vm) == ["os-stop", "os-start", "os-stop", "os-start"]
 
 
-def test_another_notification_of_the_instance_restarts_it(db, nova, clock, vm):
+def test_another_notification_of_the_instance_restarts_it(db, sim, nova, clock, vm):
     first = make_run(db, nova, clock)
     for task in (instance.stop_instance, instance.start_instance):
         run_task(task, first, instance_uuid=vm)
     later = make_run(db, nova, clock)  # a new crash report: its own notification
     for task in (instance.stop_instance, instance.start_instance):
         run_task(task, later, instance_uuid=vm)
-    assert nova.actions(vm) == ["stop", "start", "stop", "start"]
+    assert sim.actions(vm) == ["os-stop", "os-start", "os-stop", "os-start"]
 
 
 @pytest.mark.parametrize("value", ["False", "no", "0", "", "maybe"])
-def test_non_ha_metadata_values_skip(db, nova, clock, value):
-    nova.add_server("vm", "compute-1", metadata={"HA_Enabled": value})
+def test_non_ha_metadata_values_skip(db, sim, nova, clock, value):
+    sim.add_service("compute-1")
+    sim.add_server("vm", host="compute-1", metadata={"HA_Enabled": value})
     run = make_run(db, nova, clock)
     messages = run_failing(
         instance.stop_instance, run, exception.SkipInstanceRecovery, instance_uuid="vm"
@@ -125,12 +127,13 @@ def test_non_ha_metadata_values_skip(db, nova, clock, value):
     assert messages == [(1.0, "Skipping recovery for instance: vm as it is not Ha_Enabled")]
 
 
-def test_own_metadata_key(db, nova, clock):
-    nova.add_server("vm", "compute-1", metadata={"ha": "yes"})
+def test_own_metadata_key(db, sim, nova, clock):
+    sim.add_service("compute-1")
+    sim.add_server("vm", host="compute-1", metadata={"ha": "yes"})
     run = make_run(db, nova, clock, **{"instance_failure.ha_enabled_instance_metadata_key": "ha"})
     run_task(instance.stop_instance, run, instance_uuid="vm")
     # HA by the configured key, so the instance is stopped (with the default key it is not)
-    assert nova.actions("vm") == ["stop"]
+    assert sim.actions("vm") == ["os-stop"]
 
 
 def test_start_refuses_an_instance_that_is_not_stopped(db, nova, clock, vm):
@@ -144,9 +147,9 @@ def test_start_refuses_an_instance_that_is_not_stopped(db, nova, clock, vm):
     )
 
 
-def test_start_timeout(db, nova, clock, vm):
-    nova.servers[vm]["OS-EXT-STS:vm_state"] = "stopped"
-    nova.ignore.add(("start", vm))
+def test_start_timeout(db, sim, nova, clock, vm):
+    sim.update_server(vm, vm_state="stopped", power_state=4)
+    sim.state_fault("ignore_action", vm, action="os-start")
     run = make_run(db, nova, clock)
     run_task(instance.start_instance, run, instance_uuid=vm)
     messages = run_failing(
@@ -156,29 +159,29 @@ def test_start_timeout(db, nova, clock, vm):
     assert clock.offset > 60
 
 
-def test_nova_error_propagates(db, nova, clock, vm):
-    nova.fail[("stop", vm)] = nova_error(500)
+def test_nova_error_propagates(db, sim, nova, clock, vm):
+    sim.fail(500, action="os-stop", server=vm, times=1)
     run = make_run(db, nova, clock)
     run_failing(instance.stop_instance, run, exception.NovaError, instance_uuid=vm)
 
 
-def test_disable_compute_node(db, nova, clock):
-    nova.add_service("compute-1")
+def test_disable_compute_node(db, sim, nova, clock):
+    sim.add_service("compute-1")
     run = make_run(db, nova, clock)
     store = {"host_name": "compute-1", "process_name": "nova-compute"}
     assert run_task(process.disable_compute_node, run, **store)[-1] == (
         1.0,
         "Disabled compute service on host: 'compute-1'",
     )
-    assert nova.services["compute-1"]["disabled_reason"] == "Masakari detected process failed."
+    assert sim.service("compute-1")["disabled_reason"] == "Masakari detected process failed."
     assert run_task(process.disable_compute_node, run, **store)[-1] == (
         1.0,
         "Skipping recovery for process nova-compute as it is already disabled",
     )
 
 
-def test_confirm_disabled_times_out(db, nova, clock):
-    nova.add_service("compute-1")
+def test_confirm_disabled_times_out(db, sim, nova, clock):
+    sim.add_service("compute-1")
     run = make_run(db, nova, clock, wait_period_after_service_update=30)
     messages = run_failing(
         process.confirm_compute_node_disabled,
@@ -190,8 +193,8 @@ def test_confirm_disabled_times_out(db, nova, clock):
     assert messages[-1] == (1.0, "Failed to disable service nova-compute")
 
 
-def test_confirm_disabled_without_timeout_waits(db, nova, clock):
-    nova.add_service("compute-1")
+def test_confirm_disabled_without_timeout_waits(db, sim, nova, clock):
+    sim.add_service("compute-1")
     run = make_run(db, nova, clock)  # wait_period_after_service_update = 0: no timeout
     polls = 0
     real = nova.find_compute_services
@@ -200,7 +203,7 @@ def test_confirm_disabled_without_timeout_waits(db, nova, clock):
         nonlocal polls
         polls += 1
         if polls == 500:
-            nova.services[host_name]["status"] = "disabled"
+            sim.update_service(host_name, status="disabled")
         return real(host_name)
 
     nova.find_compute_services = slowly_disabled
@@ -213,8 +216,8 @@ def test_confirm_disabled_without_timeout_waits(db, nova, clock):
     assert polls == 500
 
 
-def test_disable_compute_service_sleeps(db, nova, clock):
-    nova.add_service("compute-1", state="down")
+def test_disable_compute_service_sleeps(db, sim, nova, clock):
+    sim.add_service("compute-1", state="down")
     run = make_run(db, nova, clock, wait_period_after_service_update=180)
     messages = run_task(
         host.disable_compute_service, run, host_name="compute-1", host_status="NORMAL"
@@ -224,11 +227,18 @@ def test_disable_compute_service_sleeps(db, nova, clock):
         (1.0, "Disabled compute service on host: 'compute-1'"),
     ]
     assert clock.offset == 180
-    assert [c[0] for c in nova.calls] == ["find_compute_services", "disable_service"]
+    assert [(c["method"], c["path"].split("/")[1], c["body"]) for c in sim.nova_calls()] == [
+        ("GET", "os-services", None),
+        (
+            "PUT",
+            "os-services",
+            {"status": "disabled", "disabled_reason": "Masakari detected host failed."},
+        ),
+    ]
 
 
-def test_force_down_before_disabling_and_no_sleep(db, nova, clock):
-    nova.add_service("compute-1")
+def test_force_down_before_disabling_and_no_sleep(db, sim, nova, clock):
+    sim.add_service("compute-1")
     run = make_run(
         db,
         nova,
@@ -239,18 +249,22 @@ def test_force_down_before_disabling_and_no_sleep(db, nova, clock):
     messages = run_task(
         host.disable_compute_service, run, host_name="compute-1", host_status="normal"
     )
-    assert [c[0] for c in nova.calls] == [
-        "find_compute_services",
-        "force_down_service",
-        "find_compute_services",
-        "disable_service",
+    assert [(c["method"], c["path"].split("/")[1], c["body"]) for c in sim.nova_calls()] == [
+        ("GET", "os-services", None),
+        ("PUT", "os-services", {"forced_down": True}),
+        ("GET", "os-services", None),
+        (
+            "PUT",
+            "os-services",
+            {"status": "disabled", "disabled_reason": "Masakari detected host failed."},
+        ),
     ]
     assert messages[1] == (0.5, "Forced down compute service on host: 'compute-1'")
     assert clock.offset == 0
 
 
-def test_force_down_not_confirmed_fails(db, nova, clock):
-    nova.add_service("compute-1")
+def test_force_down_not_confirmed_fails(db, sim, nova, clock):
+    sim.add_service("compute-1")
     nova.force_down_service = lambda *a, **k: None  # accepted, never applied
     run = make_run(
         db,
@@ -262,7 +276,7 @@ def test_force_down_not_confirmed_fails(db, nova, clock):
     run_failing(
         host.disable_compute_service, run, PollTimeout, host_name="compute-1", host_status="NORMAL"
     )
-    assert "disable_service" not in [c[0] for c in nova.calls]
+    assert not any(c["method"] == "PUT" for c in sim.nova_calls())
 
 
 def test_missing_compute_service(db, nova, clock):
@@ -284,11 +298,11 @@ def test_missing_compute_service(db, nova, clock):
         (host.prepare_ha_enabled_instances, {}, "host_name"),
     ],
 )
-def test_task_in_a_flow_without_its_input(db, nova, clock, fn, store, missing):
+def test_task_in_a_flow_without_its_input(db, sim, nova, clock, fn, store, missing):
     run = make_run(db, nova, clock)
     with pytest.raises(exception.InvalidConfiguration, match=missing):
         run_task(fn, run, **store)
-    assert nova.calls == []
+    assert sim.nova_calls() == []
 
 
 def test_progress_values_and_states(db, nova, clock, vm):

@@ -1,6 +1,8 @@
-"""The per-instance evacuation state machine and the evacuation task, on a fake Nova."""
+"""The per-instance evacuation state machine and the evacuation task, against the simulator."""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 
@@ -15,8 +17,8 @@ from masakari.engine.lease import LeaseLost
 from masakari.engine.recovery import evacuate, moves
 from masakari.engine.recovery.flow import Flow, Store
 from masakari.engine.recovery.host import prepare_ha_enabled_instances
-from tests.unit.engine.conftest import add_rows, make_run, task_rows
-from tests.unit.engine.fakes import nova_error
+from tests.functional.engine.runs.conftest import make_run, task_rows
+from tests.support import rows
 
 
 def _move(db, run, sid, source="compute-1"):
@@ -48,10 +50,10 @@ def _reserved(db, host_uuid):
 
 
 @pytest.fixture
-def cloud(nova):
-    nova.add_service("compute-1", state="down")
-    nova.add_service("compute-2")
-    return nova
+def cloud(sim):
+    sim.add_service("compute-1", state="down")
+    sim.add_service("compute-2")
+    return sim
 
 
 @pytest.mark.parametrize(
@@ -59,36 +61,36 @@ def cloud(nova):
     [
         ("active", {}, ["lock", "evacuate", "unlock"], "active"),
         ("stopped", {}, ["lock", "evacuate", "unlock"], "stopped"),
-        ("error", {}, ["lock", "evacuate", "stop", "reset_state", "unlock"], "error"),
-        ("paused", {}, ["lock", "reset_state", "evacuate", "stop", "unlock"], "stopped"),
-        ("resized", {}, ["lock", "reset_state", "evacuate", "unlock"], "active"),
+        ("error", {}, ["lock", "evacuate", "os-stop", "os-resetState", "unlock"], "error"),
+        ("paused", {}, ["lock", "os-resetState", "evacuate", "os-stop", "unlock"], "stopped"),
+        ("resized", {}, ["lock", "os-resetState", "evacuate", "unlock"], "active"),
         (
             "resized",
             {"power_state": 4},
-            ["lock", "reset_state", "evacuate", "stop", "unlock"],
+            ["lock", "os-resetState", "evacuate", "os-stop", "unlock"],
             "stopped",
         ),
         (
             "active",
             {"task_state": "rebooting"},
-            ["lock", "reset_state", "evacuate", "unlock"],
+            ["lock", "os-resetState", "evacuate", "unlock"],
             "active",
         ),
         (
             "stopped",
             {"task_state": "powering-on"},
-            ["lock", "reset_state", "evacuate", "stop", "unlock"],
+            ["lock", "os-resetState", "evacuate", "os-stop", "unlock"],
             "stopped",
         ),
         ("active", {"locked": True}, ["evacuate"], "active"),
     ],
 )
-def test_state_machine(db, cloud, clock, vm_state, extra, actions, final):
-    run = make_run(db, cloud, clock)
-    cloud.add_server("vm", "compute-1", vm_state, **extra)
+def test_state_machine(db, cloud, nova, clock, vm_state, extra, actions, final):
+    run = make_run(db, nova, clock)
+    cloud.add_server("vm", host="compute-1", vm_state=vm_state, **extra)
     moves.evacuate_and_confirm(run, _move(db, run, "vm"), None)
     assert cloud.actions("vm") == actions
-    server = cloud.servers["vm"]
+    server = cloud.server("vm")
     assert (server["OS-EXT-SRV-ATTR:host"], server["OS-EXT-STS:vm_state"]) == ("compute-2", final)
     assert server["locked"] == bool(extra.get("locked"))
     assert _status(db, run) == [("succeeded", None, "compute-2")]
@@ -110,19 +112,19 @@ def test_state_machine(db, cloud, clock, vm_state, extra, actions, final):
     ],
 )
 def test_plan_is_the_instance_as_found_recorded_before_the_first_change(
-    db, cloud, clock, vm_state, extra, plan
+    db, cloud, nova, clock, vm_state, extra, plan
 ):
-    run = make_run(db, cloud, clock)
-    cloud.add_server("vm", "compute-1", vm_state, **extra)
+    run = make_run(db, nova, clock)
+    cloud.add_server("vm", host="compute-1", vm_state=vm_state, **extra)
     plans_at_first_change = []
-    real_call = cloud._call
+    real_call = nova._call
 
-    def call(name, server=None, *args):
-        if name != "get_server" and not plans_at_first_change:
+    def call(method, path, **kwargs):
+        if method != "GET" and not plans_at_first_change:
             plans_at_first_change.append(_plan(db, run, "vm"))
-        return real_call(name, server, *args)
+        return real_call(method, path, **kwargs)
 
-    cloud._call = call
+    nova._call = call
     moves.evacuate_and_confirm(run, _move(db, run, "vm"), None)
     assert plans_at_first_change == [plan]
     final = _plan(db, run, "vm")
@@ -131,67 +133,67 @@ def test_plan_is_the_instance_as_found_recorded_before_the_first_change(
     assert final.last_action == ("stop" if plan.stop_after and vm_state != "active" else None)
 
 
-def test_plan_of_an_earlier_attempt_is_what_is_restored(db, cloud, clock):
+def test_plan_of_an_earlier_attempt_is_what_is_restored(db, cloud, nova, clock):
     """An engine lost after resetting a paused instance to error: the next one stops it.
 
     Left to what it finds (error), it would leave the instance in error.
     """
-    run = make_run(db, cloud, clock)
-    cloud.add_server("vm", "compute-1", "error")
+    run = make_run(db, nova, clock)
+    cloud.add_server("vm", host="compute-1", vm_state="error")
     transaction(
         db, lambda s: instances.put_plan(s, run.notification_uuid, "vm", Plan("paused", True))
     )
     moves.evacuate_and_confirm(run, _move(db, run, "vm"), None)
-    assert cloud.actions("vm") == ["lock", "evacuate", "stop", "unlock"]
-    assert cloud.servers["vm"]["OS-EXT-STS:vm_state"] == "stopped"
+    assert cloud.actions("vm") == ["lock", "evacuate", "os-stop", "unlock"]
+    assert cloud.server("vm")["OS-EXT-STS:vm_state"] == "stopped"
     assert _plan(db, run, "vm") == Plan("paused", True, last_action="stop")
     assert _status(db, run) == [("succeeded", None, "compute-2")]
 
 
-def test_lock_is_recorded_until_the_unlock(db, cloud, clock):
-    run = make_run(db, cloud, clock)
-    cloud.add_server("vm", "compute-1")
+def test_lock_is_recorded_until_the_unlock(db, cloud, nova, clock):
+    run = make_run(db, nova, clock)
+    cloud.add_server("vm", host="compute-1")
     locks_at_lock = []
-    real_lock = cloud.lock_server
+    real_lock = nova.lock_server
 
     def lock_server(server_id):
         locks_at_lock.append(_locks(db, run))
         real_lock(server_id)
 
-    cloud.lock_server = lock_server
+    nova.lock_server = lock_server
     moves.evacuate_and_confirm(run, _move(db, run, "vm"), None)
     assert locks_at_lock == [["vm"]]
     assert _locks(db, run) == []
 
 
-def test_failed_unlock_is_left_for_the_next_attempt(db, cloud, clock):
-    run = make_run(db, cloud, clock)
-    cloud.add_server("vm", "compute-1", metadata={"HA_Enabled": "True"})
-    cloud.fail[("unlock", "vm")] = nova_error(500)
+def test_failed_unlock_is_left_for_the_next_attempt(db, cloud, nova, clock):
+    run = make_run(db, nova, clock)
+    cloud.add_server("vm", host="compute-1", metadata={"HA_Enabled": "True"})
+    cloud.fail(500, action="unlock", server="vm", times=1)
     moves.evacuate_and_confirm(run, _move(db, run, "vm"), None)
     assert _status(db, run) == [("succeeded", None, "compute-2")]
-    assert cloud.servers["vm"]["locked"]
+    assert cloud.server("vm")["locked"]
     assert _locks(db, run) == ["vm"]
     # The next attempt's prepare task unlocks it (and finds nothing left on compute-1).
-    run2 = make_run(db, cloud, clock, notification_uuid=run.notification_uuid)
+    run2 = make_run(db, nova, clock, notification_uuid=run.notification_uuid)
     with pytest.raises(exception.SkipHostRecovery):
         _host_flow(run2)
-    assert not cloud.servers["vm"]["locked"]
+    assert not cloud.server("vm")["locked"]
     assert _locks(db, run) == []
 
 
-def test_deleted_instance_counts_as_unlocked(db, cloud, clock):
-    run = make_run(db, cloud, clock)
-    cloud.add_server("vm", "compute-1")
-    cloud.fail[("unlock", "vm")] = nova_error(404, "Not found")
+def test_deleted_instance_counts_as_unlocked(db, cloud, nova, clock):
+    run = make_run(db, nova, clock)
+    cloud.add_server("vm", host="compute-1")
+    cloud.fail(404, action="unlock", server="vm", times=1)
     moves.evacuate_and_confirm(run, _move(db, run, "vm"), None)
     assert _locks(db, run) == []
 
 
-def test_lease_running_out_mid_evacuation_leaves_it_to_the_next_engine(db, cloud, clock):
-    run = make_run(db, cloud, clock, lease_term=30, wait_period_after_evacuation=90)
-    cloud.add_server("vm", "compute-1")
-    cloud.sticky.add("vm")
+def test_lease_running_out_mid_evacuation_leaves_it_to_the_next_engine(db, cloud, nova, clock):
+    run = make_run(db, nova, clock, lease_term=30, wait_period_after_evacuation=90)
+    cloud.add_server("vm", host="compute-1")
+    cloud.state_fault("never_move", "vm")
     with pytest.raises(LeaseLost):
         moves.evacuate_and_confirm(run, _move(db, run, "vm"), None)
     assert clock.offset == 30
@@ -201,74 +203,74 @@ def test_lease_running_out_mid_evacuation_leaves_it_to_the_next_engine(db, cloud
     assert _status(db, run) == [("ongoing", None, None)]
     with db.reader() as s:
         assert s.get(VMove, _vmoves(db, run.notification_uuid)[0].id).end_time is None
-    assert cloud.servers["vm"]["locked"]
+    assert cloud.server("vm")["locked"]
     assert _locks(db, run) == ["vm"]
 
 
-def test_reserved_host_is_the_target(db, cloud, clock):
-    run = make_run(db, cloud, clock)
+def test_reserved_host_is_the_target(db, cloud, nova, clock):
+    run = make_run(db, nova, clock)
     cloud.add_service("reserved-1")
-    cloud.add_server("vm", "compute-1")
+    cloud.add_server("vm", host="compute-1")
     moves.evacuate_and_confirm(run, _move(db, run, "vm"), "reserved-1")
-    assert ("evacuate", "vm", "reserved-1") in cloud.calls
+    evacuations = [c["body"] for c in cloud.nova_calls() if c["path"] == "/servers/vm/action"]
+    assert {"evacuate": {"host": "reserved-1"}} in evacuations
     assert _status(db, run) == [("succeeded", None, "reserved-1")]
 
 
-def test_instance_that_never_arrives_times_out_and_is_unlocked(db, cloud, clock):
-    run = make_run(db, cloud, clock, wait_period_after_evacuation=90)
-    cloud.add_server("vm", "compute-1")
-    cloud.sticky.add("vm")
+def test_instance_that_never_arrives_times_out_and_is_unlocked(db, cloud, nova, clock):
+    run = make_run(db, nova, clock, wait_period_after_evacuation=90)
+    cloud.add_server("vm", host="compute-1")
+    cloud.state_fault("never_move", "vm")
     moves.evacuate_and_confirm(run, _move(db, run, "vm"), None)
     assert _status(db, run) == [("failed", "Failed reason: timeout.", None)]
-    assert not cloud.servers["vm"]["locked"]
+    assert not cloud.server("vm")["locked"]
     assert clock.offset > 90
 
 
-def test_instance_that_goes_to_error_fails_at_once(db, cloud, clock):
-    run = make_run(db, cloud, clock)
-    cloud.add_server("vm", "compute-1")
-    cloud.sticky.add("vm")
-    real_evacuate = cloud.evacuate
-
-    def evacuate_to_error(server_id, host=None):
-        real_evacuate(server_id, host)
-        cloud.servers[server_id]["OS-EXT-STS:vm_state"] = "error"
-
-    cloud.evacuate = evacuate_to_error
+def test_instance_that_goes_to_error_fails_at_once(db, cloud, nova, clock):
+    run = make_run(db, nova, clock)
+    cloud.add_server("vm", host="compute-1")
+    cloud.state_fault("evacuate_error", "vm")  # accepted, then in error on its host
     moves.evacuate_and_confirm(run, _move(db, run, "vm"), None)
     assert _status(db, run) == [("failed", "Failed to evacuate instance vm", None)]
 
 
-def test_nova_error_text_is_the_vmove_message(db, cloud, clock):
-    run = make_run(db, cloud, clock)
-    cloud.add_server("vm", "compute-1")
-    cloud.fail[("evacuate", "vm")] = nova_error(500)
+def test_nova_error_text_is_the_vmove_message(db, cloud, nova, clock):
+    run = make_run(db, nova, clock)
+    cloud.add_server("vm", host="compute-1")
+    cloud.fail(500, action="evacuate", server="vm", times=1)
     moves.evacuate_and_confirm(run, _move(db, run, "vm"), None)
-    assert _status(db, run) == [("failed", "Unexpected API Error. (HTTP 500)", None)]
+    [(status, message, dest)] = _status(db, run)
+    assert (status, dest) == ("failed", None)
+    # novaclient's text, with the request id Nova answered
+    assert re.fullmatch(
+        r"Unexpected API Error\. \(HTTP 500\) \(Request-ID: req-[0-9a-f-]+\)", message
+    )
     assert cloud.actions("vm") == ["lock", "evacuate", "unlock"]
 
 
-def test_evacuation_that_cannot_start_counts_as_failed(db, cloud, clock):
-    run = make_run(db, cloud, clock)
-    cloud.add_server("vm", "compute-1")
-    cloud.fail[("lock", "vm")] = nova_error(500)
+def test_evacuation_that_cannot_start_counts_as_failed(db, cloud, nova, clock):
+    run = make_run(db, nova, clock)
+    cloud.add_server("vm", host="compute-1")
+    cloud.fail(500, action="lock", server="vm", times=1)
     moves.evacuate_and_confirm(run, _move(db, run, "vm"), None)
     assert _status(db, run)[0][0] == "failed"
 
 
-def test_stop_timeout_after_evacuation_fails_the_move(db, cloud, clock):
-    run = make_run(db, cloud, clock)
-    cloud.add_server("vm", "compute-1", "error")
-    cloud.ignore.add(("stop", "vm"))
+def test_stop_timeout_after_evacuation_fails_the_move(db, cloud, nova, clock):
+    run = make_run(db, nova, clock)
+    cloud.add_server("vm", host="compute-1", vm_state="error")
+    cloud.state_fault("ignore_action", "vm", action="os-stop")
     moves.evacuate_and_confirm(run, _move(db, run, "vm"), None)
     assert _status(db, run) == [("failed", "Failed reason: timeout.", None)]
 
 
-def test_compares_the_service_host_not_the_hypervisor_name(db, cloud, clock):
-    run = make_run(db, cloud, clock, wait_period_after_evacuation=5)
-    cloud.add_server("vm", "compute-1")
-    cloud.servers["vm"]["OS-EXT-SRV-ATTR:hypervisor_hostname"] = "compute-1.example.org"
-    cloud.sticky.add("vm")
+def test_compares_the_service_host_not_the_hypervisor_name(db, cloud, nova, clock):
+    run = make_run(db, nova, clock, wait_period_after_evacuation=5)
+    cloud.update_service("compute-1", hypervisor_hostname="compute-1.example.org")
+    cloud.add_server("vm", host="compute-1")
+    assert cloud.server("vm")["OS-EXT-SRV-ATTR:hypervisor_hostname"] == "compute-1.example.org"
+    cloud.state_fault("never_move", "vm")
     moves.evacuate_and_confirm(run, _move(db, run, "vm"), None)
     # The reference would see "compute-1.example.org" != "compute-1" and call it done.
     assert _status(db, run)[0][:2] == ("failed", "Failed reason: timeout.")
@@ -284,13 +286,13 @@ def _host_flow(run, reserved=None):
         flow.run_linear(store)
 
 
-def test_ha_instances_are_evacuated_first(db, cloud, clock):
-    run = make_run(db, cloud, clock, host_failure_recovery_threads=1)
-    cloud.add_server("ha-old", "compute-1", metadata={"HA_Enabled": "True"})
-    cloud.add_server("plain", "compute-1")
-    cloud.add_server("ha-new", "compute-1", metadata={"HA_Enabled": "on"})
+def test_ha_instances_are_evacuated_first(db, cloud, nova, clock):
+    run = make_run(db, nova, clock, host_failure_recovery_threads=1)
+    cloud.add_server("ha-old", host="compute-1", metadata={"HA_Enabled": "True"})
+    cloud.add_server("plain", host="compute-1")
+    cloud.add_server("ha-new", host="compute-1", metadata={"HA_Enabled": "on"})
     _host_flow(run)
-    order = [c[1] for c in cloud.calls if c[0] == "evacuate"]
+    order = [c["path"].split("/")[2] for c in cloud.nova_calls() if "evacuate" in (c["body"] or {})]
     assert order == ["ha-old", "ha-new", "plain"]
     prepare, evac = task_rows(db, run.notification_uuid)
     assert prepare[4][-1] == ("1.0", "Instances to be evacuated are: 'ha-new,ha-old,plain'")
@@ -301,37 +303,39 @@ def test_ha_instances_are_evacuated_first(db, cloud, clock):
     ]
 
 
-def test_only_this_attempts_moves_count(db, cloud, clock):
-    run = make_run(db, cloud, clock)
-    cloud.add_server("vm", "compute-1", metadata={"HA_Enabled": "True"})
+def test_only_this_attempts_moves_count(db, cloud, nova, clock):
+    run = make_run(db, nova, clock)
+    cloud.add_server("vm", host="compute-1", metadata={"HA_Enabled": "True"})
     old = _move(db, run, "other")
     transaction(db, lambda s: db_vmoves.update(s, old.id, {"status": "failed"}))
     _host_flow(run)
     assert task_rows(db, run.notification_uuid)[1][2] == "SUCCESS"
 
 
-def test_failed_moves_fail_the_task(db, cloud, clock):
-    run = make_run(db, cloud, clock)
-    cloud.add_server("a", "compute-1", metadata={"HA_Enabled": "True"})
-    cloud.add_server("b", "compute-1", metadata={"HA_Enabled": "True"})
-    cloud.fail[("evacuate", "b")] = nova_error(500)
+def test_failed_moves_fail_the_task(db, cloud, nova, clock):
+    run = make_run(db, nova, clock)
+    cloud.add_server("a", host="compute-1", metadata={"HA_Enabled": "True"})
+    cloud.add_server("b", host="compute-1", metadata={"HA_Enabled": "True"})
+    cloud.fail(500, action="evacuate", server="b", times=1)
     with pytest.raises(exception.HostRecoveryFailure, match="'b' from host 'compute-1'"):
         _host_flow(run)
 
 
-def test_ignore_error_instances_and_ha_only(db, cloud, clock):
+def test_ignore_error_instances_and_ha_only(db, cloud, nova, clock):
     run = make_run(
         db,
-        cloud,
+        nova,
         clock,
         **{
             "host_failure.ignore_instances_in_error_state": True,
             "host_failure.evacuate_all_instances": False,
         },
     )
-    cloud.add_server("ha-error", "compute-1", "error", metadata={"HA_Enabled": "True"})
-    cloud.add_server("ha", "compute-1", metadata={"HA_Enabled": "True"})
-    cloud.add_server("off", "compute-1", metadata={"HA_Enabled": "False"})
+    cloud.add_server(
+        "ha-error", host="compute-1", vm_state="error", metadata={"HA_Enabled": "True"}
+    )
+    cloud.add_server("ha", host="compute-1", metadata={"HA_Enabled": "True"})
+    cloud.add_server("off", host="compute-1", metadata={"HA_Enabled": "False"})
     _host_flow(run)
     messages = [m for _, m in task_rows(db, run.notification_uuid)[0][4]]
     assert messages == [
@@ -343,19 +347,19 @@ def test_ignore_error_instances_and_ha_only(db, cloud, clock):
     ]
 
 
-def test_reserved_host_is_taken_enabled_and_added_to_aggregates(db, cloud, clock):
-    hosts = add_rows(db, "reserved_host", (("compute-1", False), ("reserved-1", True)))
-    run = make_run(db, cloud, clock, **{"host_failure.add_reserved_host_to_aggregate": True})
+def test_reserved_host_is_taken_enabled_and_added_to_aggregates(db, cloud, nova, clock):
+    _, hosts = rows.segment_with_hosts(
+        db, "compute-1", "reserved-1", reserved=("reserved-1",), recovery_method="reserved_host"
+    )
+    run = make_run(db, nova, clock, **{"host_failure.add_reserved_host_to_aggregate": True})
     cloud.add_service("reserved-1", status="disabled")
-    cloud.aggregates = [
-        {"id": 1, "name": "a", "hosts": ["compute-1"]},
-        {"id": 2, "name": "b", "hosts": ["compute-1", "reserved-1"]},
-        {"id": 3, "name": "c", "hosts": ["compute-2"]},
-    ]
-    cloud.add_server("vm", "compute-1", metadata={"HA_Enabled": "True"})
+    cloud.add_aggregate(1, "a", ["compute-1"])
+    cloud.add_aggregate(2, "b", ["compute-1", "reserved-1"])
+    cloud.add_aggregate(3, "c", ["compute-2"])
+    cloud.add_server("vm", host="compute-1", metadata={"HA_Enabled": "True"})
     _host_flow(run, reserved=["reserved-1"])
-    assert cloud.services["reserved-1"]["status"] == "enabled"
-    assert [a["hosts"] for a in cloud.aggregates] == [
+    assert cloud.service("reserved-1")["status"] == "enabled"
+    assert [cloud.aggregate(i)["hosts"] for i in (1, 2, 3)] == [
         ["compute-1", "reserved-1"],
         ["compute-1", "reserved-1"],
         ["compute-2"],
@@ -363,38 +367,42 @@ def test_reserved_host_is_taken_enabled_and_added_to_aggregates(db, cloud, clock
     assert _reserved(db, hosts["reserved-1"]) is False
 
 
-def test_reserved_host_taken_elsewhere_moves_to_the_next(db, cloud, clock):
-    add_rows(db, "reserved_host", (("reserved-1", True), ("reserved-2", False)))
-    run = make_run(db, cloud, clock)
+def test_reserved_host_taken_elsewhere_moves_to_the_next(db, cloud, nova, clock):
+    rows.segment_with_hosts(
+        db, "reserved-1", "reserved-2", reserved=("reserved-1",), recovery_method="reserved_host"
+    )
+    run = make_run(db, nova, clock)
     cloud.add_service("reserved-1", status="disabled")
     cloud.add_service("reserved-2", status="disabled")
-    cloud.add_server("vm", "compute-1", metadata={"HA_Enabled": "True"})
+    cloud.add_server("vm", host="compute-1", metadata={"HA_Enabled": "True"})
     # reserved-2 is no longer a spare: another recovery took it.
     _host_flow(run, reserved=["reserved-2", "reserved-1"])
-    assert cloud.servers["vm"]["OS-EXT-SRV-ATTR:host"] == "reserved-1"
+    assert cloud.server("vm")["OS-EXT-SRV-ATTR:host"] == "reserved-1"
 
 
-def test_reserved_host_not_enabled_stays_a_spare(db, cloud, clock):
-    hosts = add_rows(db, "reserved_host", (("reserved-1", True),))
-    run = make_run(db, cloud, clock)
+def test_reserved_host_not_enabled_stays_a_spare(db, cloud, nova, clock):
+    _, hosts = rows.segment_with_hosts(
+        db, "reserved-1", reserved=("reserved-1",), recovery_method="reserved_host"
+    )
+    run = make_run(db, nova, clock)
     cloud.add_service("reserved-1", status="disabled")
-    cloud.add_server("vm", "compute-1", metadata={"HA_Enabled": "True"})
-    cloud.fail[("enable_service", None)] = nova_error(500)
+    cloud.add_server("vm", host="compute-1", metadata={"HA_Enabled": "True"})
+    cloud.fail(500, method="PUT", path="/os-services/{id}", times=1)  # the enable
     with pytest.raises(exception.NovaError):
         _host_flow(run, reserved=["reserved-1"])
     assert _reserved(db, hosts["reserved-1"]) is True
     # The move never started: the next attempt reuses the row.
     assert [v.status for v in _vmoves(db, run.notification_uuid)] == ["pending"]
     cloud.add_service("compute-2")
-    run2 = make_run(db, cloud, clock, notification_uuid=run.notification_uuid)
+    run2 = make_run(db, nova, clock, notification_uuid=run.notification_uuid)
     _host_flow(run2)
     assert [v.status for v in _vmoves(db, run.notification_uuid)] == ["succeeded"]
 
 
-def test_next_attempt_settles_an_evacuation_left_ongoing(db, cloud, clock):
+def test_next_attempt_settles_an_evacuation_left_ongoing(db, cloud, nova, clock):
     """The instance arrived while no engine watched: restored as planned, recorded as done."""
-    run = make_run(db, cloud, clock)
-    cloud.add_server("vm", "compute-2")  # evacuated from compute-1; Nova made it active
+    run = make_run(db, nova, clock)
+    cloud.add_server("vm", host="compute-2")  # evacuated from compute-1; Nova made it active
     move = _move(db, run, "vm")
     transaction(db, lambda s: db_vmoves.update(s, move.id, {"status": "ongoing"}))
     transaction(
@@ -402,14 +410,14 @@ def test_next_attempt_settles_an_evacuation_left_ongoing(db, cloud, clock):
     )
     with pytest.raises(exception.SkipHostRecovery):
         _host_flow(run)
-    assert cloud.actions("vm") == ["stop", "reset_state"]
-    assert cloud.servers["vm"]["OS-EXT-STS:vm_state"] == "error"
+    assert cloud.actions("vm") == ["os-stop", "os-resetState"]
+    assert cloud.server("vm")["OS-EXT-STS:vm_state"] == "error"
     assert _status(db, run) == [("succeeded", None, "compute-2")]
 
 
-def test_next_attempt_fails_an_evacuation_that_never_happened(db, cloud, clock):
-    run = make_run(db, cloud, clock)
-    cloud.add_server("vm", "compute-1", metadata={"HA_Enabled": "True"})
+def test_next_attempt_fails_an_evacuation_that_never_happened(db, cloud, nova, clock):
+    run = make_run(db, nova, clock)
+    cloud.add_server("vm", host="compute-1", metadata={"HA_Enabled": "True"})
     move = _move(db, run, "vm")
     transaction(db, lambda s: db_vmoves.update(s, move.id, {"status": "ongoing"}))
     _host_flow(run)
@@ -420,14 +428,14 @@ def test_next_attempt_fails_an_evacuation_that_never_happened(db, cloud, clock):
     ]
 
 
-def test_ignored_error_instance_is_one_in_error_before_the_recovery(db, cloud, clock):
+def test_ignored_error_instance_is_one_in_error_before_the_recovery(db, cloud, nova, clock):
     """An instance an earlier attempt reset to error is still recovered."""
-    run = make_run(db, cloud, clock, **{"host_failure.ignore_instances_in_error_state": True})
-    cloud.add_server("reset", "compute-1", "error", metadata={"HA_Enabled": "True"})
-    cloud.add_server("broken", "compute-1", "error", metadata={"HA_Enabled": "True"})
+    run = make_run(db, nova, clock, **{"host_failure.ignore_instances_in_error_state": True})
+    cloud.add_server("reset", host="compute-1", vm_state="error", metadata={"HA_Enabled": "True"})
+    cloud.add_server("broken", host="compute-1", vm_state="error", metadata={"HA_Enabled": "True"})
     nid = run.notification_uuid
     transaction(db, lambda s: instances.put_plan(s, nid, "reset", Plan("paused", True)))
     _host_flow(run)
     assert [v.instance_uuid for v in _vmoves(db, nid)] == ["reset"]
-    assert cloud.servers["reset"]["OS-EXT-STS:vm_state"] == "stopped"
-    assert cloud.servers["broken"]["OS-EXT-SRV-ATTR:host"] == "compute-1"
+    assert cloud.server("reset")["OS-EXT-STS:vm_state"] == "stopped"
+    assert cloud.server("broken")["OS-EXT-SRV-ATTR:host"] == "compute-1"

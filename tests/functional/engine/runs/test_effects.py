@@ -19,8 +19,8 @@ from masakari.db.instances import Plan
 from masakari.db.models import Base, Host, Notification, NotificationClaim, RecoveryTask
 from masakari.engine.effects import TaskNote
 from masakari.engine.lease import LeaseLost
-from tests.unit.engine.conftest import add_rows, make_run, task_rows
-from tests.unit.engine.fakes import nova_error
+from tests.functional.engine.runs.conftest import make_run, task_rows
+from tests.support import rows
 
 NOW = datetime.datetime(2026, 1, 1)
 
@@ -54,13 +54,15 @@ DB_CHANGES: list[tuple[str, tuple[Any, ...]]] = [
 
 
 @pytest.fixture
-def world(db, nova):
+def world(db, sim):
     """A segment with a failed host, a spare, their services and an instance with a vmove."""
-    hosts = add_rows(db, "reserved_host", (("compute-1", False), ("reserved-1", True)))
-    nova.add_service("compute-1")
-    nova.add_service("compute-2")
-    nova.add_server("vm", "compute-1")
-    nova.aggregates = [{"id": 1, "name": "a", "hosts": ["compute-1"]}]
+    _, hosts = rows.segment_with_hosts(
+        db, "compute-1", "reserved-1", reserved=("reserved-1",), recovery_method="reserved_host"
+    )
+    sim.add_service("compute-1", id="svc-compute-1", state="down")
+    sim.add_service("compute-2")
+    sim.add_server("vm", host="compute-1")
+    sim.add_aggregate(1, "a", ["compute-1"])
     return hosts
 
 
@@ -121,36 +123,36 @@ def _take_claim(db, run, **values):
 
 
 @pytest.mark.parametrize(("name", "args"), NOVA_CHANGES, ids=[n for n, _ in NOVA_CHANGES])
-def test_no_nova_change_once_the_lease_is_over(db, nova, clock, world, name, args):
+def test_no_nova_change_once_the_lease_is_over(db, sim, nova, clock, world, name, args):
     run, vmove = _setup_run(db, nova, clock, world, lease_term=10)
     clock.offset = 10
     before = _rows(db)
     with pytest.raises(LeaseLost):
         _call(run, world, vmove, name, args)
-    assert nova.calls == []
+    assert sim.nova_calls() == []
     assert _rows(db) == before
 
 
 @pytest.mark.parametrize(("name", "args"), DB_CHANGES, ids=[n for n, _ in DB_CHANGES])
-def test_no_row_written_once_the_lease_is_over(db, nova, clock, world, name, args):
+def test_no_row_written_once_the_lease_is_over(db, sim, nova, clock, world, name, args):
     run, vmove = _setup_run(db, nova, clock, world, lease_term=10)
     clock.offset = 10
     before = _rows(db)
     with pytest.raises(LeaseLost):
         _call(run, world, vmove, name, args)
     assert _rows(db) == before
-    assert nova.calls == []
+    assert sim.nova_calls() == []
 
 
 @pytest.mark.parametrize(("name", "args"), DB_CHANGES, ids=[n for n, _ in DB_CHANGES])
-def test_no_row_written_once_the_lease_was_lost(db, nova, clock, world, name, args):
+def test_no_row_written_once_the_lease_was_lost(db, sim, nova, clock, world, name, args):
     run, vmove = _setup_run(db, nova, clock, world)
     run.lease.lose()
     before = _rows(db)
     with pytest.raises(LeaseLost):
         _call(run, world, vmove, name, args)
     assert _rows(db) == before
-    assert nova.calls == []
+    assert sim.nova_calls() == []
 
 
 # --- the fence ------------------------------------------------------------------------------------
@@ -166,7 +168,9 @@ def test_no_row_written_once_the_lease_was_lost(db, nova, clock, world, name, ar
     ids=["other-owner", "other-token", "expired"],
 )
 @pytest.mark.parametrize(("name", "args"), DB_CHANGES, ids=[n for n, _ in DB_CHANGES])
-def test_write_with_the_claim_no_longer_ours_is_refused(db, nova, clock, world, name, args, taken):
+def test_write_with_the_claim_no_longer_ours_is_refused(
+    db, sim, nova, clock, world, name, args, taken
+):
     run, vmove = _setup_run(db, nova, clock, world)
     _take_claim(db, run, **taken)
     before = _rows(db)
@@ -176,12 +180,14 @@ def test_write_with_the_claim_no_longer_ours_is_refused(db, nova, clock, world, 
     assert run.lease.lost
     # Only the unlock reaches Nova, while the lease still ran: its record is then kept,
     # and whoever holds the notification now unlocks it again.
-    made = [("unlock", "vm")] if name == "unlock_server" else []
-    assert nova.calls == made
+    made = ["unlock"] if name == "unlock_server" else []
+    assert sim.actions("vm") == made
+    assert len(sim.nova_calls()) == len(made)
     # The lease is lost for good: the Nova changes are refused too.
     with pytest.raises(LeaseLost):
         run.effects.stop_server("vm")
-    assert nova.calls == made
+    assert sim.actions("vm") == made
+    assert len(sim.nova_calls()) == len(made)
 
 
 def test_write_for_a_notification_no_longer_running_is_refused(db, nova, clock, world):
@@ -227,7 +233,7 @@ def test_every_write_goes_through_the_fence(db, nova, clock, world):
 # --- the changes themselves ----------------------------------------------------------------------
 
 
-def test_lock_server_records_the_lock_before_calling_nova(db, nova, clock, world):
+def test_lock_server_records_the_lock_before_calling_nova(db, sim, nova, clock, world):
     run, _ = _setup_run(db, nova, clock, world)
     transaction(db, lambda s: instances.forget_lock(s, "vm"))
     recorded_at_call = []
@@ -241,35 +247,35 @@ def test_lock_server_records_the_lock_before_calling_nova(db, nova, clock, world
     nova.lock_server = lock_server
     run.effects.lock_server("vm")
     assert recorded_at_call == [["vm"]]
-    assert nova.servers["vm"]["locked"]
+    assert sim.server("vm")["locked"]
 
 
-def test_lock_server_that_nova_refuses_stays_recorded(db, nova, clock, world):
+def test_lock_server_that_nova_refuses_stays_recorded(db, sim, nova, clock, world):
     run, _ = _setup_run(db, nova, clock, world)
-    nova.fail[("lock", "vm")] = nova_error(500)
+    sim.fail(500, action="lock", server="vm", times=1)
     with pytest.raises(exception.NovaError):
         run.effects.lock_server("vm")
     assert run.effects.locked_instances() == ["vm"]
 
 
-def test_unlock_server_forgets_the_lock(db, nova, clock, world):
+def test_unlock_server_forgets_the_lock(db, sim, nova, clock, world):
     run, _ = _setup_run(db, nova, clock, world)
-    nova.servers["vm"]["locked"] = True
+    sim.update_server("vm", locked=True)
     run.effects.unlock_server("vm")
-    assert not nova.servers["vm"]["locked"]
+    assert not sim.server("vm")["locked"]
     assert run.effects.locked_instances() == []
 
 
-def test_unlock_of_a_deleted_instance_forgets_the_lock(db, nova, clock, world):
+def test_unlock_of_a_deleted_instance_forgets_the_lock(db, sim, nova, clock, world):
     run, _ = _setup_run(db, nova, clock, world)
-    del nova.servers["vm"]
+    sim.delete_server("vm")
     run.effects.unlock_server("vm")
     assert run.effects.locked_instances() == []
 
 
-def test_unlock_that_nova_refuses_keeps_the_lock(db, nova, clock, world):
+def test_unlock_that_nova_refuses_keeps_the_lock(db, sim, nova, clock, world):
     run, _ = _setup_run(db, nova, clock, world)
-    nova.fail[("unlock", "vm")] = nova_error(500)
+    sim.fail(500, action="unlock", server="vm", times=1)
     with pytest.raises(exception.NovaError):
         run.effects.unlock_server("vm")
     assert run.effects.locked_instances() == ["vm"]
@@ -345,7 +351,7 @@ def test_progress_rows(db, nova, clock, world):
     assert task_rows(db, run.notification_uuid) == [(1, "Task", "RUNNING", 0.5, [("0.5", "m")])]
 
 
-def test_nova_changes_while_the_lease_runs(db, nova, clock, world):
+def test_nova_changes_while_the_lease_runs(db, sim, nova, clock, world):
     run, _ = _setup_run(db, nova, clock, world)
     effects = run.effects
     effects.force_down_service("svc-compute-1")
@@ -356,17 +362,17 @@ def test_nova_changes_while_the_lease_runs(db, nova, clock, world):
     effects.stop_server("vm")
     effects.start_server("vm")
     effects.add_host_to_aggregate(1, "compute-2")
-    assert [c[0] for c in nova.calls] == [
-        "force_down_service",
-        "disable_service",
-        "enable_service",
-        "reset_state",
-        "evacuate",
-        "stop",
-        "start",
-        "add_host_to_aggregate",
+    assert [(c["method"], c["path"], c["body"]) for c in sim.nova_calls()] == [
+        ("PUT", "/os-services/svc-compute-1", {"forced_down": True}),
+        ("PUT", "/os-services/svc-compute-1", {"status": "disabled", "disabled_reason": "why"}),
+        ("PUT", "/os-services/svc-compute-1", {"status": "enabled"}),
+        ("POST", "/servers/vm/action", {"os-resetState": {"state": "error"}}),
+        ("POST", "/servers/vm/action", {"evacuate": {"host": "compute-2"}}),
+        ("POST", "/servers/vm/action", {"os-stop": None}),
+        ("POST", "/servers/vm/action", {"os-start": None}),
+        ("POST", "/os-aggregates/1/action", {"add_host": {"host": "compute-2"}}),
     ]
-    assert nova.servers["vm"]["OS-EXT-SRV-ATTR:host"] == "compute-2"
+    assert sim.server("vm")["OS-EXT-SRV-ATTR:host"] == "compute-2"
 
 
 # --- the outcome ----------------------------------------------------------------------------------

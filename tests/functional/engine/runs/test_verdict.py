@@ -1,0 +1,61 @@
+"""The verdict (masakari/engine/verdict.py): judge's reads and writes, on SQLite and the
+simulator (its rules: tests/unit/engine/test_verdict.py)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import sqlalchemy as sa
+
+from masakari.db import evidence as ev
+from masakari.db import holds
+from masakari.db.models import FailureEvidence, Notification, NotificationClaim
+from masakari.engine import verdict
+from masakari.engine.errors import Held
+from masakari.engine.recovery.payloads import HostPayload
+from tests.functional.engine.runs.conftest import make_run
+from tests.support import rows
+from tests.support.clock import EPOCH
+
+# --- judge(): the signals read, the verdict kept, the hold written ---------------------------
+
+DETECTED = {"event": "STOPPED", "host_status": "UNKNOWN", "detector": "nova-services"}
+
+
+def _run(db, sim, nova, clock, **conf):
+    _, hosts = rows.segment_with_hosts(db, "compute-1")
+    host = hosts["compute-1"]
+    nid = rows.notification(db, host, "COMPUTE_HOST", DETECTED, "running", EPOCH)
+    sim.add_service("compute-1", state="down")
+    return make_run(db, nova, clock, notification_uuid=nid, **conf), host, nid
+
+
+def test_a_confirmed_failure_is_not_judged_again(db, sim, nova, clock) -> None:
+    run, host, nid = _run(db, sim, nova, clock)
+    with db.writer() as s:
+        ev.add(s, nid, [ev.Evidence("report", "monitor", True, "", clock.now(), "NORMAL")])
+    payload = HostPayload.parse(json.dumps(DETECTED))
+    assert verdict.judge(run, host, payload) == "NORMAL"
+    with db.writer() as s:  # the monitor's word gone: a retry still has the first verdict's
+        s.execute(sa.delete(FailureEvidence).where(FailureEvidence.kind == "report"))
+    assert verdict.judge(run, host, payload) == "NORMAL"
+    with db.reader() as s:
+        kinds = [e.kind for e in ev.of(s, nid)]
+    assert kinds == ["nova", "verdict"], "judged once"
+
+
+def test_an_unconfirmed_failure_is_held_with_its_evidence_and_the_claim_given_up(
+    db, sim, nova, clock
+) -> None:
+    run, host, nid = _run(db, sim, nova, clock, **{"verdict.wait": 0})
+    with pytest.raises(Held) as held:
+        verdict.judge(run, host, HostPayload.parse(json.dumps(DETECTED)))
+    assert str(held.value) == "verdict: monitor: no monitor's report of the failure within 0 s"
+    with db.reader() as s:
+        assert holds.reasons(s, [nid]) == {nid: str(held.value)}
+        assert s.scalar(sa.select(Notification.status)) == "new"
+        assert s.scalars(sa.select(NotificationClaim)).all() == []
+        kept = [(e.kind, e.failed, e.value) for e in ev.of(s, nid)]
+    assert kept == [("nova", True, "down"), ("verdict", False, None)]
+    assert run.lease.lost
