@@ -18,7 +18,7 @@ from oslo_config import cfg
 from masakari.compute import nova, retry
 from masakari.compute.nova import NovaClient
 from masakari.compute.placement import HostCapacity, PlacementClient
-from masakari.engine.ports import Server, Service
+from masakari.engine.ports import InstanceAction, Server, Service
 
 C = TypeVar("C")
 
@@ -51,6 +51,9 @@ class LazyNova(_Deferred[NovaClient]):
 
     def get_server(self, server_id: str) -> Server:
         return self._client().get_server(server_id)
+
+    def list_instance_actions(self, server_id: str) -> list[InstanceAction]:
+        return self._client().list_instance_actions(server_id)
 
     def list_aggregates(self) -> list[dict[str, Any]]:
         return self._client().list_aggregates()

@@ -7,10 +7,10 @@ import threading
 import time
 from typing import Any, Protocol
 
-from masakari.compute.servers import Server, Service
+from masakari.compute.servers import InstanceAction, Server, Service
 from masakari.engine.errors import Cancelled
 
-__all__ = ["Clock", "Nova", "NovaReads", "Server", "Service"]
+__all__ = ["Clock", "InstanceAction", "Nova", "NovaReads", "Server", "Service"]
 
 
 class NovaReads(Protocol):
@@ -19,6 +19,7 @@ class NovaReads(Protocol):
     def find_compute_services(self, host: str) -> list[Service]: ...
     def list_servers_on_host(self, host: str) -> list[Server]: ...
     def get_server(self, server_id: str) -> Server: ...
+    def list_instance_actions(self, server_id: str) -> list[InstanceAction]: ...
     def list_aggregates(self) -> list[dict[str, Any]]: ...
     def list_server_groups(self) -> list[dict[str, Any]]: ...
 

@@ -3,6 +3,7 @@ so that no change is made twice; and nothing is sent once the lease is over."""
 
 from __future__ import annotations
 
+import datetime
 import threading
 from typing import Any
 
@@ -10,6 +11,7 @@ import pytest
 
 from masakari import exception
 from masakari.compute import retry
+from masakari.compute.servers import InstanceAction
 from masakari.engine.lease import Lease, LeaseLost
 from masakari.engine.nova_effects import LeasedReads, NovaChanges
 
@@ -20,6 +22,9 @@ class Clock:
 
     def monotonic(self) -> float:
         return self.t
+
+    def now(self) -> datetime.datetime:
+        return datetime.datetime(2026, 1, 1) + datetime.timedelta(seconds=self.t)
 
     def sleep(self, seconds: float, cancel: threading.Event) -> None:
         self.t += seconds
@@ -42,9 +47,14 @@ class Nova:
         self.sent: list[str] = []
         self.policy = retry.Policy(retries=3, delay=0.5)
         self.aggregates = [{"id": 1, "hosts": []}]
+        self.actions: list[InstanceAction] = []  # what Nova recorded, newest last
+        self.now = datetime.datetime(2026, 1, 1)
 
     def get_server(self, server_id: str) -> dict[str, Any]:
         return dict(self.server)
+
+    def list_instance_actions(self, server_id: str) -> list[InstanceAction]:
+        return list(reversed(self.actions))
 
     def list_aggregates(self) -> list[dict[str, Any]]:
         return self.aggregates
@@ -58,6 +68,7 @@ class Nova:
             raise exception.NovaError("HTTP 503", status=503)
         if self.server["OS-EXT-STS:task_state"] is not None:
             raise exception.NovaError("Conflict", status=409)
+        self.actions.append(InstanceAction(name, f"req-{len(self.actions)}", self.now))
         act()
         self.acted.append(name)
         if outcome == "lost":
@@ -165,3 +176,25 @@ def test_stop_and_add_host_are_checked_too() -> None:
     assert nova.sent == ["stop", "add_host"]
     assert nova.aggregates[0]["hosts"] == ["compute-2"]
     assert changes.notes == ["stop"]
+
+
+def test_an_evacuation_that_failed_back_to_error_is_not_sent_again() -> None:
+    """Nova accepted the evacuate and its rebuild already failed: the server is in error on
+    its own host, with no task, as if nothing had been asked; Nova's instance actions show
+    the evacuate, so no second one is sent."""
+    nova = Nova("lost")
+    nova.evacuate = lambda server_id, host=None: nova._request(  # type: ignore[method-assign]
+        "evacuate", lambda: nova.server.update({"OS-EXT-STS:vm_state": "error"})
+    )
+    Changes(nova).send_evacuate("vm", None)
+    assert nova.sent == ["evacuate"]
+
+
+def test_an_older_evacuate_action_does_not_count() -> None:
+    """An evacuate Nova recorded before this one was sent (an earlier attempt's) says
+    nothing about this request: it is sent again."""
+    nova = Nova("unsent")
+    nova.actions.append(InstanceAction("evacuate", "req-old", datetime.datetime(2025, 12, 31)))
+    Changes(nova).send_evacuate("vm", None)
+    assert nova.sent == ["evacuate", "evacuate"]
+    assert nova.acted == ["evacuate"]
