@@ -52,3 +52,8 @@ class Clock:
         """Sleep, waking early (and raising Cancelled) when ``cancel`` is set."""
         if cancel.wait(max(seconds, 0.0)):
             raise Cancelled()
+
+    def wait(self, condition: threading.Condition, seconds: float | None = None) -> None:
+        """Wait on ``condition`` (held) until it is notified or ``seconds`` of this clock have
+        passed (None: until notified). It may also return early: its callers look again."""
+        condition.wait(None if seconds is None else max(seconds, 0.0))
