@@ -4,8 +4,9 @@ masakari-engine starts without usable Nova credentials, as the reference's does:
 then fails with the NovaError of the failed build, so the recovery ends ``error`` and is
 retried, and the first call after the options were fixed builds the real client
 (``nova.get_client``'s, the one per-process cache; the API uses the same, with its own retry
-policy, for its host check and 1.5 routes). Each class implements its port (:class:`~masakari.engine.ports.Nova`, :class:`~masakari.engine.plan.
-Capacities`) method by method.
+policy, for its host check and 1.5 routes). Each class implements its port
+(:class:`~masakari.engine.ports.Nova`, :class:`~masakari.engine.plan.Capacities`) method by
+method.
 """
 
 from __future__ import annotations
