@@ -3,21 +3,22 @@
 from __future__ import annotations
 
 import dataclasses
-import os
-import threading
 from collections.abc import Callable
-from typing import Any, cast
 
 from oslo_config import cfg
 
 from masakari import policy
 from masakari.compute import nova as nova_client
+from masakari.compute import retry
 from masakari.db.database import Database
 from masakari.engine import wakeup
 from masakari.engine.capacity import Capacities
-from masakari.engine.clients import LazyPlacement
+from masakari.engine.clients import LazyNova, LazyPlacement
 from masakari.ha import intake
 from masakari.notifier import Notifier
+
+# A NovaClient, or the process's one looked up at each call.
+Nova = nova_client.NovaClient | LazyNova
 
 
 @dataclasses.dataclass
@@ -29,8 +30,9 @@ class AppState:
     enforcer: policy.Enforcer
     check_compute: Callable[[str], None]
     notifier: Notifier
-    # The Nova and Placement clients of the 1.5 routes (recovery plans, readiness).
-    nova: nova_client.NovaClient
+    # The Nova and Placement clients of the host check and the 1.5 routes (recovery plans,
+    # readiness).
+    nova: Nova
     placement: Capacities
     # Called with a notification's uuid once its row is committed (transport_url set).
     wake_engine: wakeup.Wake = wakeup.nothing
@@ -38,25 +40,7 @@ class AppState:
     intake_rules: intake.Rules = intake.Rules()
 
 
-class ProcessClient:
-    """``NovaClient.from_conf(conf)``, built at its first call in each process: a forked
-    worker builds its own connection pool, and an API without Nova credentials starts (each
-    call that needs Nova then raises the build's NovaError)."""
-
-    def __init__(self, conf: cfg.ConfigOpts) -> None:
-        self._conf = conf
-        self._lock = threading.Lock()
-        self._built: tuple[int, nova_client.NovaClient] | None = None
-
-    def __getattr__(self, name: str) -> Any:
-        with self._lock:
-            if self._built is None or self._built[0] != os.getpid():
-                self._built = (os.getpid(), nova_client.NovaClient.from_conf(self._conf))
-            client = self._built[1]
-        return getattr(client, name)
-
-
-def nova_compute_check(nova: nova_client.NovaClient) -> Callable[[str], None]:
+def nova_compute_check(nova: Nova) -> Callable[[str], None]:
     """The host check: Nova must list a nova-compute service on a host of that name."""
 
     def check(host_name: str) -> None:
@@ -69,12 +53,13 @@ def make_state(
     conf: cfg.ConfigOpts,
     db: Database | None = None,
     check_compute: Callable[[str], None] | None = None,
-    nova: nova_client.NovaClient | None = None,
+    nova: Nova | None = None,
     placement: Capacities | None = None,
 ) -> AppState:
     """The state of an API process. Without ``nova``, the process's client, built at the
-    first request that needs it (each forked worker builds its own)."""
-    nova = nova or cast(nova_client.NovaClient, ProcessClient(conf))
+    first request that needs it (each forked worker builds its own): an API without Nova
+    credentials starts, and each call that needs Nova raises the build's NovaError."""
+    nova = nova or LazyNova(conf, retry.INTERACTIVE)
     return AppState(
         conf=conf,
         db=db or Database.from_conf(conf),

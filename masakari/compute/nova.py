@@ -18,20 +18,15 @@ What is retried, and how often, is :mod:`masakari.compute.retry`'s (docs/nova.md
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import logging
 import os
 import re
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 import requests
-import requests.adapters
-import urllib3
-import urllib3.connection
 from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import exceptions as ks_exc
 from keystoneauth1 import loading as ks_loading
@@ -40,8 +35,8 @@ from keystoneauth1 import session as ks_session
 from oslo_config import cfg
 
 from masakari import exception, metrics
-from masakari.compute import retry
-from masakari.compute.servers import Server, Service, compute_service
+from masakari.compute import retry, transport
+from masakari.compute.servers import InstanceAction, Server, Service, compute_service
 
 LOG = logging.getLogger(__name__)
 
@@ -204,79 +199,6 @@ def _keystone_error(exc: ks_exc.ClientException) -> NovaRequestError:
     return _translated(str(exc), status, f"{type(exc).__module__}.{type(exc).__qualname__}")
 
 
-# A check the caller sets around its Nova calls (the engine: "is my lease still running?"),
-# made by the connection right before each write to the socket: after keystoneauth's token
-# and endpoint work and after the TCP connect, the shortest window between a check and Nova.
-# Once bytes are in the kernel they go out even if the process is then frozen; a refusal
-# between the headers and the body leaves Nova an incomplete request, which it drops.
-_send_guard: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar(
-    "masakari_nova_send_guard", default=None
-)
-
-
-@contextlib.contextmanager
-def send_guard(check: Callable[[], None]) -> Iterator[None]:
-    """Run ``check`` before each write of a request sent in this block; it raises to refuse."""
-    token = _send_guard.set(check)
-    try:
-        yield
-    finally:
-        _send_guard.reset(token)
-
-
-def _check_send() -> None:
-    check = _send_guard.get()
-    if check is not None:
-        check()
-
-
-class _GuardedHTTPConnection(urllib3.connection.HTTPConnection):
-    def send(self, data: Any) -> None:
-        _check_send()
-        super().send(data)
-
-
-class _GuardedHTTPSConnection(urllib3.connection.HTTPSConnection):
-    def send(self, data: Any) -> None:
-        _check_send()
-        super().send(data)
-
-
-class _GuardedHTTPPool(urllib3.HTTPConnectionPool):
-    ConnectionCls = _GuardedHTTPConnection
-
-
-class _GuardedHTTPSPool(urllib3.HTTPSConnectionPool):
-    ConnectionCls = _GuardedHTTPSConnection
-
-
-class _GuardedHTTPAdapter(requests.adapters.HTTPAdapter):
-    def send(self, request: Any, *args: Any, **kwargs: Any) -> Any:
-        if not str(request.url).endswith("/auth/tokens"):  # a token fetched meanwhile is none
-            retry.sent()
-        return super().send(request, *args, **kwargs)
-
-    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
-        super().init_poolmanager(*args, **kwargs)
-        self.poolmanager.pool_classes_by_scheme = {
-            "http": _GuardedHTTPPool,
-            "https": _GuardedHTTPSPool,
-        }
-
-
-# Connections kept open to Nova: recoveries of a rack run many requests at once, and with
-# requests' default of 10 every request past the tenth opened and dropped a connection.
-POOL_SIZE = 64
-
-
-def _guard_transport(session: ks_session.Session, policy: retry.Policy) -> None:
-    for prefix in ("http://", "https://"):
-        session.session.mount(
-            prefix,
-            _GuardedHTTPAdapter(pool_maxsize=POOL_SIZE, max_retries=policy.transport_retry()),
-        )
-
-
 class NovaClient:
     """One method per Nova operation masakari uses; each is one request (pagination aside)."""
 
@@ -290,11 +212,16 @@ class NovaClient:
         region_name: str | None = None,
         timeout: float | None = 60.0,
         policy: retry.Policy = retry.INTERACTIVE,
+        max_connections: int = transport.MAX_CONNECTIONS,
     ) -> None:
         """``session`` carries the auth plugin, which caches the token; an Adapter is used as
-        given (the endpoint filters are then its own). ``policy``: masakari.compute.retry."""
-        _guard_transport(
-            session.session if isinstance(session, ks_adapter.Adapter) else session, policy
+        given (the endpoint filters are then its own). ``policy``: masakari.compute.retry;
+        ``max_connections``: requests on their way at once, with every client of the session
+        (Placement's, Keystone's): masakari.compute.transport."""
+        transport.mount(
+            session.session if isinstance(session, ks_adapter.Adapter) else session,
+            policy,
+            max_connections,
         )
         if isinstance(session, ks_adapter.Adapter):
             self._adapter = session
@@ -352,6 +279,7 @@ class NovaClient:
             region_name=conf.os_region_name,
             timeout=conf.nova_api_timeout,
             policy=policy,
+            max_connections=conf.nova_api_max_connections,
         )
 
     @property
@@ -424,6 +352,12 @@ class NovaClient:
     def get_server(self, server_id: str) -> Server:
         return Server.of(self._call("GET", f"/servers/{server_id}")["server"])
 
+    def list_instance_actions(self, server_id: str) -> list[InstanceAction]:
+        """GET /servers/{id}/os-instance-actions: what Nova accepted for the server, newest
+        first (at 2.53 Nova answers them all, unpaged)."""
+        body = self._call("GET", f"/servers/{server_id}/os-instance-actions")
+        return [InstanceAction.of(a) for a in body.get("instanceActions") or []]
+
     def lock_server(self, server_id: str) -> None:
         LOG.info("Lock instance %s", server_id)
         self._action(server_id, {"lock": None})
@@ -487,11 +421,10 @@ class NovaClient:
         if query:
             kwargs["params"] = list(query)
         action = next(iter(body)) if path.endswith("/action") and len(body or ()) == 1 else None
-        kwargs.update(self.policy.keystoneauth_options(method, action))
         operation = operation_name(method, path, body)
         with (
             metrics.nova_request(operation),
-            retry.counted(operation, final=retry.repeatable(method, action)),
+            retry.counted(operation, repeatable=retry.repeatable(method, action)),
         ):
             return self._send(method, path, kwargs)
 

@@ -83,10 +83,9 @@ class PlacementClient:
         interface: str = "public",
         region_name: str | None = None,
         timeout: float | None = 60.0,
-        policy: retry.Policy = retry.INTERACTIVE,
     ) -> None:
-        """Retries as ``policy`` says (masakari.compute.retry): every request is a read."""
-        self._policy = policy
+        """Requests go through ``session``'s transport, with the retry policy and connections
+        of the Nova client that built it (masakari.compute.retry): every request is a read."""
         self._adapter = ks_adapter.Adapter(
             session,
             service_type=SERVICE_TYPE,
@@ -107,7 +106,6 @@ class PlacementClient:
             interface=interface,
             region_name=conf.os_region_name,
             timeout=conf.nova_api_timeout,
-            policy=client.policy,
         )
 
     def provider(self, name: str) -> dict[str, Any] | None:
@@ -144,7 +142,7 @@ class PlacementClient:
         return {name: self.host_capacity(name) for name in names}
 
     def _get(self, path: str, query: list[tuple[str, str]] | None = None) -> Any:
-        with retry.counted("placement GET", final=True):
+        with retry.counted("placement GET", repeatable=True):
             return self._get_once(path, query)
 
     def _get_once(self, path: str, query: list[tuple[str, str]] | None) -> Any:
@@ -155,7 +153,6 @@ class PlacementClient:
                 raise_exc=False,
                 microversion=PLACEMENT_API_VERSION,
                 timeout=self._timeout,
-                **self._policy.keystoneauth_options("GET", None),
             )
         except ks_exc.ConnectTimeout as exc:
             raise exception.NovaTimeout(service="Placement") from exc

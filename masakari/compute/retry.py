@@ -3,17 +3,23 @@
 Three cases, told apart by what the failure says about the request:
 
 - **not sent**: the connection failed before a byte of the request went out (refused, no
-  route, connect time-out). Nothing happened in Nova, so every method is sent again:
-  urllib3's own ``Retry(connect=N)`` on the transport, the only layer that knows.
+  route, connect time-out). Nothing happened in Nova, so every method is sent again.
 - **ambiguous**: a time-out waiting for the answer, a connection lost after sending, or a
   502/503/504 from a balancer. Nova may or may not have acted. A request that is safe to
-  repeat (:data:`REPEATABLE`) is sent again by keystoneauth (``connect_retries``,
-  ``status_code_retries``, ``retriable_status_codes``, exponential backoff); the others
-  raise, and their caller (masakari.engine.nova_effects) reads Nova to decide, never
-  sending a second one for a change that was made.
+  repeat (:func:`repeatable`) is sent again; the others raise, and their caller
+  (masakari.engine.nova_effects) reads Nova to decide, never sending a second one for a
+  change that was made.
 - **answered**: any other status is Nova's answer and is not retried.
 
-Every attempt goes through the transport's send guard (masakari.compute.nova.send_guard):
+Both kinds of resend are urllib3's ``Retry`` on the transport (:class:`_PolicyRetry`), the
+one layer that knows whether the request went out; keystoneauth's own retries are off (it
+cannot tell a read time-out from a connect time-out, and it neither jitters nor bounds its
+retries in time). Each request is tried again at least the policy's counts and, for the
+engine, for as long as ``budget`` seconds have not passed since its first failure: a Nova that
+is overloaded for a while makes a recovery slower, it does not fail its steps. Waits grow
+exponentially with jitter, so that requests that failed together do not come back together.
+
+Every attempt goes through the transport's send guard (masakari.compute.transport.send_guard):
 a run whose lease is over sends nothing, retries included.
 """
 
@@ -22,9 +28,12 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
-from collections.abc import Iterator
+import random
+import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
+from urllib3 import exceptions as urllib3_exc
 from urllib3.util import retry as urllib3_retry
 
 from masakari import exception, metrics
@@ -37,6 +46,13 @@ BALANCER_STATUSES = (502, 503, 504)
 # evacuate are refused (409) or worse when repeated; add_host answers 409 for a host that
 # is already a member.
 REPEATABLE_ACTIONS = frozenset({"lock", "unlock", "os-resetState"})
+
+# Backoff: the n-th wait is drawn between half and all of FIRST_DELAY * 2**(n-1), at most
+# MAX_DELAY ("equal jitter": never shorter than half, so that a request still in flight can
+# land before a checked change is judged, and spread so that failures do not come back as
+# one burst).
+FIRST_DELAY = 0.5
+MAX_DELAY = 8.0
 
 
 def repeatable(method: str, action: str | None) -> bool:
@@ -53,60 +69,58 @@ def repeatable(method: str, action: str | None) -> bool:
 class Policy:
     """How hard a client tries before its caller sees the failure.
 
-    ``delay``: None is keystoneauth's exponential backoff (0.5 s, 1 s, 2 s, ...); a number is
-    a fixed delay (tests). The time one request can take is bounded by
-    ``(1 + retries) * (1 + connect_retries)`` times the client's timeout plus the delays.
+    ``connect_retries`` and ``retries`` are the resends of a request not sent and of a
+    repeatable one after an ambiguous failure that are always made; with a ``budget``,
+    resends go on past them until ``budget`` seconds have passed since the request first
+    failed. ``delay``: None is the jittered exponential backoff above; a number is a fixed
+    delay (tests).
     """
 
     connect_retries: int = 3
     retries: int = 3
     status_codes: tuple[int, ...] = BALANCER_STATUSES
     delay: float | None = None
+    budget: float | None = None
 
-    def keystoneauth_options(self, method: str, action: str | None) -> dict[str, Any]:
-        """The keystoneauth Adapter.request options for one request."""
-        if not repeatable(method, action):
-            return {"connect_retries": 0, "status_code_retries": 0}
-        options: dict[str, Any] = {
-            "connect_retries": self.retries,
-            "status_code_retries": self.retries if self.status_codes else 0,
-            "retriable_status_codes": list(self.status_codes),
-        }
+    def backoff(self, resend: int) -> float:
+        """The wait before the ``resend``-th resend (1, 2, ...)."""
         if self.delay is not None:
-            options["connect_retry_delay"] = self.delay
-            options["status_code_retry_delay"] = self.delay
-        return options
+            return self.delay
+        ceiling = min(MAX_DELAY, FIRST_DELAY * 2 ** max(0, resend - 1))
+        return random.uniform(ceiling / 2, ceiling)
 
     def transport_retry(self) -> urllib3_retry.Retry:
-        """urllib3's retries for connections that failed before sending, for any method."""
-        backoff = 0.1 if self.delay is None else self.delay / 2
-        return _CountingRetry(
+        """urllib3's retries for every request of a client: see :class:`_PolicyRetry`."""
+        return _PolicyRetry(
+            policy=self,
             total=None,
             connect=self.connect_retries,
-            read=False,
-            status=0,
+            read=self.retries,
+            status=self.retries,
             other=0,
             redirect=False,
-            backoff_factor=backoff,
-            backoff_max=2.0,
-            respect_retry_after_header=False,
+            allowed_methods=None,  # decided per request: _PolicyRetry._is_method_retryable
+            status_forcelist=self.status_codes,
             raise_on_status=False,
+            respect_retry_after_header=False,
         )
 
-    def resends(self) -> Iterator[float]:
-        """The delays before each resend of a checked change (after an ambiguous failure)."""
-        delay = self.delay if self.delay is not None else 0.5
-        for _ in range(self.retries):
-            yield delay
-            if self.delay is None:
-                delay = min(delay * 2, 8.0)
+    def resends(self, monotonic: Callable[[], float] = time.monotonic) -> Iterator[float]:
+        """The waits before each resend of a checked change (after an ambiguous failure):
+        ``retries`` of them, then more while the budget lasts."""
+        deadline = None if self.budget is None else monotonic() + self.budget
+        sent = 0
+        while sent < self.retries or (deadline is not None and monotonic() < deadline):
+            sent += 1
+            yield self.backoff(sent)
 
 
-# The engine's: a balancer's 503 is waited out, as an operator would.
-ENGINE = Policy()
+# The engine's: a balancer's 503 is waited out, and an overloaded or restarting Nova for up
+# to two minutes, as an operator would.
+ENGINE = Policy(budget=120.0)
 # The API's and masakari-manage's: Nova's 5xx is shown as the reference shows it (a host
 # create or update answers 500), so that an operator sees Nova's trouble at once; failures
-# before sending and time-outs of reads are still retried, as they are invisible.
+# before sending and time-outs of reads are still retried (a few times), as they are invisible.
 INTERACTIVE = Policy(status_codes=())
 # The failure detector's poll: one more try, then the poll is blind and the next one asks
 # again; a poll must not outlast its interval by retrying.
@@ -120,52 +134,100 @@ def ambiguous(exc: BaseException) -> bool:
     return exc.status is None or exc.status in BALANCER_STATUSES
 
 
-# --- counting ------------------------------------------------------------------------------
+# --- the transport's retries ---------------------------------------------------------------
 
 
 @dataclasses.dataclass
-class _Attempts:
-    sent: int = 0  # requests handed to the transport (keystoneauth's attempts)
-    reconnects: int = 0  # connections that failed before sending and were tried again
+class _Request:
+    repeatable: bool = False  # resent after an ambiguous failure too
+    sent: int = 0  # requests handed to the transport (keystoneauth's re-authentication adds one)
+    resent: int = 0  # attempts urllib3 made again
 
 
-_attempts: contextvars.ContextVar[_Attempts | None] = contextvars.ContextVar(
-    "masakari_nova_attempts", default=None
+_request: contextvars.ContextVar[_Request | None] = contextvars.ContextVar(
+    "masakari_nova_request", default=None
 )
 
 
-class _CountingRetry(urllib3_retry.Retry):
-    def increment(  # type: ignore[override]
-        self, *args: Any, **kwargs: Any
-    ) -> urllib3_retry.Retry:
-        new = super().increment(*args, **kwargs)  # raises once exhausted
-        attempts = _attempts.get()
-        if attempts is not None:
-            attempts.reconnects += 1
+class _PolicyRetry(urllib3_retry.Retry):
+    """urllib3's Retry as the policy says: a connection error is retried for any request, a
+    read error (time-out, connection lost after sending) or a balancer's status only for a
+    repeatable one (:func:`counted` says which); past the counts, while the budget lasts
+    (from the first failure); anything else is not retried. Counts what it resends."""
+
+    def __init__(
+        self, *args: Any, policy: Policy, deadline: float | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self.policy = policy
+        self.deadline = deadline
+
+    def new(self, **kw: Any) -> _PolicyRetry:
+        kw.setdefault("policy", self.policy)
+        kw.setdefault("deadline", self.deadline)
+        return super().new(**kw)
+
+    def _is_method_retryable(self, method: str) -> bool:
+        request = _request.get()
+        return request is not None and request.repeatable
+
+    def is_exhausted(self) -> bool:
+        if self.other is not None and self.other < 0:
+            return True  # a failure of no known kind: not retried
+        if not super().is_exhausted():
+            return False
+        return self.deadline is None or time.monotonic() >= self.deadline
+
+    def get_backoff_time(self) -> float:
+        return self.policy.backoff(len(self.history))
+
+    def increment(self, *args: Any, **kwargs: Any) -> _PolicyRetry:
+        # The adapter's Retry is shared by every request; a request's own copy has a deadline.
+        first = self
+        if self.deadline is None and self.policy.budget is not None:
+            first = self.new(deadline=time.monotonic() + self.policy.budget)
+        try:
+            new = urllib3_retry.Retry.increment(first, *args, **kwargs)
+        except urllib3_exc.MaxRetryError as exc:
+            # A time-out stays a time-out once retries are spent (requests would turn the
+            # MaxRetryError into a connection error): the caller's NovaTimeout.
+            if isinstance(exc.reason, urllib3_exc.ReadTimeoutError):
+                raise exc.reason from None
+            raise
+        request = _request.get()
+        if request is not None:
+            request.resent += 1
         return new
+
+
+def resent() -> int:
+    """The attempts urllib3 made again so far for the current request."""
+    request = _request.get()
+    return request.resent if request is not None else 0
 
 
 def sent() -> None:
     """One attempt handed to the transport (called by the client's HTTP adapter)."""
-    attempts = _attempts.get()
-    if attempts is not None:
-        attempts.sent += 1
+    request = _request.get()
+    if request is not None:
+        request.sent += 1
 
 
 @contextlib.contextmanager
-def counted(operation: str, final: bool) -> Iterator[None]:
-    """Count the retries of one request and, when ``final`` (nobody checks and resends after
-    it), a give-up when it fails on a failure the policy would retry."""
-    attempts = _Attempts()
-    token = _attempts.set(attempts)
+def counted(operation: str, repeatable: bool) -> Iterator[None]:
+    """One request: whether the transport may resend it after an ambiguous failure, and the
+    count of its resends and, for a repeatable one (after which nobody checks and resends),
+    of a give-up when it fails on a failure the policy would retry."""
+    request = _Request(repeatable)
+    token = _request.set(request)
     try:
         yield
     except exception.NovaError as exc:
-        if final and (ambiguous(exc) or exc.status is None):
+        if repeatable and (ambiguous(exc) or exc.status is None):
             metrics.nova_gave_up(operation)
         raise
     finally:
-        _attempts.reset(token)
-        again = max(0, attempts.sent - 1) + attempts.reconnects
+        _request.reset(token)
+        again = max(0, request.sent - 1) + request.resent
         if again:
             metrics.nova_retried(operation, again)

@@ -75,6 +75,27 @@ class Server:
 
 
 @dataclasses.dataclass(frozen=True)
+class InstanceAction:
+    """A request Nova accepted for a server, as ``GET /servers/{id}/os-instance-actions``
+    lists it: Nova records it when it accepts the request, before carrying it out, and keeps
+    it whatever became of it (an evacuation that failed back to ``error`` on its host too)."""
+
+    action: str  # "evacuate", "stop", "start", "lock", ...
+    request_id: str = ""
+    start_time: datetime.datetime | None = None  # naive UTC, as Nova writes it
+
+    @classmethod
+    def of(cls, action: Mapping[str, Any]) -> InstanceAction:
+        started = action.get("start_time")
+        start_time = None
+        if started:
+            start_time = datetime.datetime.fromisoformat(str(started).rstrip("Z"))
+            if start_time.tzinfo is not None:
+                start_time = start_time.astimezone(datetime.UTC).replace(tzinfo=None)
+        return cls(str(action.get("action") or ""), str(action.get("request_id") or ""), start_time)
+
+
+@dataclasses.dataclass(frozen=True)
 class Service:
     """A nova-compute service as ``GET /os-services`` lists it."""
 

@@ -77,6 +77,21 @@ Keystone.
 """
         ),
     ),
+    # Option of this project only: the reference opened a connection (and a session) per call.
+    cfg.IntOpt(
+        "nova_api_max_connections",
+        default=16,
+        min=1,
+        help=paragraphs(
+            """
+(masakari rewrite only) Connections one masakari process opens to Nova at most (to
+each endpoint: Nova, Placement, Keystone). A request that finds none free waits in
+line for one in the process, so that a Nova API smaller than masakari's demand (a
+rack of recoveries) gets requests no faster than it serves them, rather than a burst
+that overflows its listen backlog.
+"""
+        ),
+    ),
 ]
 
 

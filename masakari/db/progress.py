@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -9,6 +10,18 @@ import sqlalchemy as sa
 from sqlalchemy import orm
 
 from masakari.db.models import RecoveryTask
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskNote:
+    """One write of a task's progress row (:func:`record`)."""
+
+    attempt: int
+    position: int
+    name: str
+    state: str
+    progress: float
+    detail: dict[str, str] | None
 
 
 def workflow_details(session: orm.Session, notification_uuid: str) -> list[dict[str, Any]]:

@@ -1,10 +1,12 @@
-"""The engine's Nova and Placement clients when they cannot be built yet: built at first use.
+"""Nova and Placement clients for a process that may start before they can be built.
 
 masakari-engine starts without usable Nova credentials, as the reference's does: each call
 then fails with the NovaError of the failed build, so the recovery ends ``error`` and is
-retried, and the first call after the options were fixed builds the real client. Each class
-implements its port (:class:`~masakari.engine.ports.Nova`, :class:`~masakari.engine.plan.
-Capacities`) method by method.
+retried, and the first call after the options were fixed builds the real client
+(``nova.get_client``'s, the one per-process cache; the API uses the same, with its own retry
+policy, for its host check and 1.5 routes). Each class implements its port
+(:class:`~masakari.engine.ports.Nova`, :class:`~masakari.engine.plan.Capacities`) method by
+method.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from oslo_config import cfg
 from masakari.compute import nova, retry
 from masakari.compute.nova import NovaClient
 from masakari.compute.placement import HostCapacity, PlacementClient
-from masakari.engine.ports import Server, Service
+from masakari.engine.ports import InstanceAction, Server, Service
 
 C = TypeVar("C")
 
@@ -36,12 +38,21 @@ class _Deferred(Generic[C]):
             return self._built
 
 
-class LazyNova(_Deferred[NovaClient]):
-    """The process's client of ``conf`` (``nova.get_client``), built by the first call that
-    can build it."""
+class LazyNova:
+    """The process's client of ``conf`` (:func:`masakari.compute.nova.get_client`, the one
+    per-process cache: a forked worker builds its own), looked up at each call, so that one
+    that cannot be built yet fails that call only. The engine's (``retry.ENGINE``) and the
+    API's (``retry.INTERACTIVE``)."""
 
-    def __init__(self, conf: cfg.ConfigOpts) -> None:
-        super().__init__(lambda: nova.get_client(conf, retry.ENGINE))
+    def __init__(self, conf: cfg.ConfigOpts, policy: retry.Policy = retry.ENGINE) -> None:
+        self._conf = conf
+        self._policy = policy
+
+    def _client(self) -> NovaClient:
+        return nova.get_client(self._conf, self._policy)  # raises until the options work
+
+    def get_compute_service(self, host: str) -> Service:
+        return self._client().get_compute_service(host)
 
     def find_compute_services(self, host: str) -> list[Service]:
         return self._client().find_compute_services(host)
@@ -51,6 +62,9 @@ class LazyNova(_Deferred[NovaClient]):
 
     def get_server(self, server_id: str) -> Server:
         return self._client().get_server(server_id)
+
+    def list_instance_actions(self, server_id: str) -> list[InstanceAction]:
+        return self._client().list_instance_actions(server_id)
 
     def list_aggregates(self) -> list[dict[str, Any]]:
         return self._client().list_aggregates()

@@ -17,7 +17,6 @@ leaves what it did for the engine that takes the notification over. Nova reads
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -25,15 +24,16 @@ from typing import Any, TypeVar
 from sqlalchemy import orm
 
 from masakari import exception, metrics
-from masakari.db import claims, failures, hosts, instances, progress, spares, vmoves
+from masakari.db import claims, failures, instances, progress, vmoves
 from masakari.db import statuses as st
 from masakari.db.database import Database, read, transaction
 from masakari.db.hosts import RecoveryHost
 from masakari.db.instances import Plan
+from masakari.db.progress import TaskNote
 from masakari.db.vmoves import VMoveData
 from masakari.engine.evidence_effects import EvidenceChanges
 from masakari.engine.fence_effects import FenceChanges
-from masakari.engine.host_notices import SILENT, HostNotices
+from masakari.engine.host_effects import HostChanges
 from masakari.engine.lease import Lease, LeaseLost
 from masakari.engine.nova_effects import LeasedReads, NovaChanges, guarded
 from masakari.engine.ports import Clock, Nova, Server
@@ -53,23 +53,8 @@ __all__ = [
 ]
 
 
-@dataclasses.dataclass(frozen=True)
-class TaskNote:
-    """One write of a task's progress row (masakari.db.progress.record)."""
-
-    attempt: int
-    position: int
-    name: str
-    state: str
-    progress: float
-    detail: dict[str, str] | None
-
-
-class Effects(NovaChanges, SlotChanges, FenceChanges, EvidenceChanges):
+class Effects(NovaChanges, SlotChanges, HostChanges, FenceChanges, EvidenceChanges):
     """The reads and the fenced changes of one run of one notification."""
-
-    # host.update notifications around the host changes below (the service sets its own).
-    host_notices: HostNotices = SILENT
 
     def __init__(
         self, db: Database, nova: Nova, clock: Clock, lease: Lease, notification_uuid: str
@@ -109,23 +94,6 @@ class Effects(NovaChanges, SlotChanges, FenceChanges, EvidenceChanges):
 
     # --- reads -------------------------------------------------------------------------------
 
-    def host(self, host_uuid: str) -> RecoveryHost | None:
-        return self._read(lambda s: hosts.get_for_recovery(s, host_uuid))
-
-    def reserved_host_names(self, segment_uuid: str) -> list[str]:
-        return self._read(lambda s: hosts.reserved_host_names(s, segment_uuid))
-
-    def spares_taken(self, host: RecoveryHost) -> list[str]:
-        """The spares the recoveries of ``host`` took that are still out of the pool."""
-        return self._read(
-            lambda s: spares.taken_for(
-                s, host.uuid, host.failover_segment_id, self.notification_uuid
-            )
-        )
-
-    def peer_host_names(self, host_name: str) -> list[str]:
-        return self._read(lambda s: hosts.peer_names(s, host_name))
-
     def vmoves(
         self, statuses: Sequence[str] | None = None, ids: Sequence[int] | None = None
     ) -> list[VMoveData]:
@@ -140,24 +108,6 @@ class Effects(NovaChanges, SlotChanges, FenceChanges, EvidenceChanges):
         return self._read(lambda s: instances.get_plan(s, self.notification_uuid, instance_uuid))
 
     # --- database changes ------------------------------------------------------------------------
-
-    def put_host_on_maintenance(self, host_uuid: str, unreserve_spare: bool) -> RecoveryHost:
-        """The failed host goes on maintenance (a failed spare is no spare any more)."""
-
-        def maintain(session: orm.Session) -> RecoveryHost:
-            host = hosts.get_for_recovery(session, host_uuid)
-            if host is None:
-                raise exception.HostNotFound(id=host_uuid)
-            hosts.put_on_maintenance(
-                session, host.uuid, unreserve=unreserve_spare and host.reserved
-            )
-            return host
-
-        values = {"on_maintenance": True, **({"reserved": False} if unreserve_spare else {})}
-        with self.host_notices.update(self._db, values, uuid=host_uuid) as written:
-            host = self._write(maintain)
-            written()
-        return host
 
     def record_moves(
         self, servers: Sequence[Server], source_host: str, now: datetime.datetime
@@ -216,30 +166,6 @@ class Effects(NovaChanges, SlotChanges, FenceChanges, EvidenceChanges):
 
         return self._write(put)
 
-    def take_reserved_host(self, name: str, note: TaskNote | None = None) -> bool:
-        """Take a spare; ``note`` is written in the same transaction, only if taken: the
-        recovery's progress then names every spare it took (what host return gives back)."""
-
-        def take(session: orm.Session) -> bool:
-            if not hosts.take_reserved_host(session, name):
-                return False
-            if note is not None:
-                self._record_note(session, note)
-            return True
-
-        with self.host_notices.update(self._db, {"reserved": False}, name=name) as written:
-            taken = self._write(take)
-            if taken:
-                written()
-        return taken
-
-    def return_spare(self, name: str) -> bool:
-        """A spare a recovery took is reserved again; False when it changed meanwhile."""
-        return self._write(lambda session: spares.give_back(session, name))
-
-    def give_back_reserved_host(self, name: str) -> None:
-        self._write(lambda session: hosts.give_back_reserved_host(session, name))
-
     def next_attempt(self) -> int:
         return self._write(lambda s: progress.next_attempt(s, self.notification_uuid))
 
@@ -289,9 +215,6 @@ class Effects(NovaChanges, SlotChanges, FenceChanges, EvidenceChanges):
         return transaction(self._db, finish, retry_while=self.lease.check)
 
     # --- Nova changes that the database records (the others: NovaChanges) -------------------
-
-    def clear_maintenance(self, host_uuid: str) -> bool:
-        return self._write(lambda session: hosts.clear_maintenance(session, host_uuid))
 
     def lock_server(self, instance_uuid: str) -> None:
         """Lock in Nova; recorded first, so that whoever finishes the notification unlocks."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Callable, Collection
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 from sqlalchemy import orm
 
@@ -20,6 +20,7 @@ from masakari import metrics
 from masakari.db import claims, fencing, holds
 from masakari.db.database import Database
 from masakari.db.fencing import Attempt
+from masakari.db.progress import TaskNote
 from masakari.engine.lease import Lease, LeaseLost
 from masakari.engine.ports import Clock
 from masakari.fencing.base import (
@@ -30,9 +31,6 @@ from masakari.fencing.base import (
     Refused,
     Unreachable,
 )
-
-if TYPE_CHECKING:
-    from masakari.engine.effects import TaskNote
 
 T = TypeVar("T")
 

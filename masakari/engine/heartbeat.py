@@ -14,7 +14,7 @@ import logging
 from oslo_config import cfg
 
 from masakari import exception
-from masakari.db import claims, database, engines
+from masakari.db import claims, database, engines, sqlite
 from masakari.db.database import Database, transaction
 from masakari.engine.ports import Clock
 from masakari.engine.workers import Workers
@@ -68,9 +68,11 @@ class Heartbeat:
         sent_at = self.clock.monotonic()
         now = self.clock.now()
         expires_at = self.expires_at()
-        mine = transaction(
-            self.db, lambda session: claims.renew(session, self.owner, tokens, now, expires_at)
-        )
+        # On SQLite, before the engine's other writers: a late renewal ends leases.
+        with sqlite.first_in_line():
+            mine = transaction(
+                self.db, lambda session: claims.renew(session, self.owner, tokens, now, expires_at)
+            )
         for item, lease in items:
             if item.notification_uuid in mine:
                 lease.renewed(sent_at)

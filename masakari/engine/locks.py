@@ -22,7 +22,7 @@ import logging
 from collections.abc import Callable
 
 from masakari import exception
-from masakari.compute.nova import send_guard
+from masakari.compute.transport import send_guard
 from masakari.db import instances
 from masakari.db.database import Database, transaction
 from masakari.engine.ports import Nova

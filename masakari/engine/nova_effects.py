@@ -11,17 +11,21 @@ give-up in masakari_nova_give_ups).
 
 from __future__ import annotations
 
+import datetime
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from masakari import exception, metrics
 from masakari.compute import retry
-from masakari.compute.nova import send_guard
+from masakari.compute.transport import send_guard
 from masakari.engine.lease import Lease
-from masakari.engine.ports import Clock, Nova, NovaReads, Server, Service
+from masakari.engine.ports import Clock, InstanceAction, Nova, NovaReads, Server, Service
 
 T = TypeVar("T")
+
+# How far Nova's clock may be behind ours when its instance actions are read.
+CLOCK_SKEW = 5.0
 
 TASK_STATE = "OS-EXT-STS:task_state"
 VM_STATE = "OS-EXT-STS:vm_state"
@@ -60,6 +64,9 @@ class LeasedReads:
     def get_server(self, server_id: str) -> Server:
         return guarded(self._lease, lambda: self._nova.get_server(server_id))
 
+    def list_instance_actions(self, server_id: str) -> list[InstanceAction]:
+        return guarded(self._lease, lambda: self._nova.list_instance_actions(server_id))
+
     def list_aggregates(self) -> list[dict[str, Any]]:
         return guarded(self._lease, lambda: self._nova.list_aggregates())
 
@@ -89,7 +96,7 @@ class NovaChanges:
         """Send a change that must not be made twice; after an ambiguous failure, send it
         again only while ``made()`` (a read of Nova) says it was not made."""
         policy = getattr(self._nova, "policy", retry.ENGINE)
-        delays = policy.resends()
+        delays = policy.resends(self._clock.monotonic)
         resent = False
         while True:
             try:
@@ -161,8 +168,14 @@ class NovaChanges:
         )
 
     def send_evacuate(self, instance_uuid: str, host: str | None) -> None:
-        """Evacuate once: after an ambiguous failure, a server rebuilding or no longer on
-        the source host was evacuated by the request that seemed to fail."""
+        """Evacuate once: after an ambiguous failure, the request that seemed to fail made
+        the evacuation if the server is rebuilding, is no longer on the source host, or Nova
+        recorded an ``evacuate`` action for it since the first request was sent (an
+        evacuation Nova accepted and that already failed back to ``error`` on its host
+        shows only there)."""
+        # Nova's clock against ours: the claims already need the engines' clocks within
+        # engine_claim_margin of each other; Nova's is taken to be as close.
+        since = self._clock.now() - datetime.timedelta(seconds=CLOCK_SKEW)
 
         def made() -> bool:
             server = self.reads.get_server(instance_uuid)
@@ -170,7 +183,12 @@ class NovaChanges:
                 return True
             source = self._evacuated_from(instance_uuid)
             now_on = field(server, HOST, "host")
-            return source is not None and now_on is not None and now_on != source
+            if source is not None and now_on is not None and now_on != source:
+                return True
+            return any(
+                a.action == "evacuate" and a.start_time is not None and a.start_time >= since
+                for a in self.reads.list_instance_actions(instance_uuid)
+            )
 
         self._checked("evacuate", lambda: self._nova.evacuate(instance_uuid, host=host), made)
 

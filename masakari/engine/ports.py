@@ -7,10 +7,10 @@ import threading
 import time
 from typing import Any, Protocol
 
-from masakari.compute.servers import Server, Service
+from masakari.compute.servers import InstanceAction, Server, Service
 from masakari.engine.errors import Cancelled
 
-__all__ = ["Clock", "Nova", "NovaReads", "Server", "Service"]
+__all__ = ["Clock", "InstanceAction", "Nova", "NovaReads", "Server", "Service"]
 
 
 class NovaReads(Protocol):
@@ -19,6 +19,7 @@ class NovaReads(Protocol):
     def find_compute_services(self, host: str) -> list[Service]: ...
     def list_servers_on_host(self, host: str) -> list[Server]: ...
     def get_server(self, server_id: str) -> Server: ...
+    def list_instance_actions(self, server_id: str) -> list[InstanceAction]: ...
     def list_aggregates(self) -> list[dict[str, Any]]: ...
     def list_server_groups(self) -> list[dict[str, Any]]: ...
 
@@ -51,3 +52,8 @@ class Clock:
         """Sleep, waking early (and raising Cancelled) when ``cancel`` is set."""
         if cancel.wait(max(seconds, 0.0)):
             raise Cancelled()
+
+    def wait(self, condition: threading.Condition, seconds: float | None = None) -> None:
+        """Wait on ``condition`` (held) until it is notified or ``seconds`` of this clock have
+        passed (None: until notified). It may also return early: its callers look again."""
+        condition.wait(None if seconds is None else max(seconds, 0.0))

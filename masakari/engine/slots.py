@@ -11,6 +11,8 @@ cap cannot be overrun and no other engine can slip in between). A waiter whose e
 prepared (instance read, plan and lock recorded) has its vmove marked ongoing in that same
 write, so that only the evacuate request is left once the slot arrives.
 
+Every wait is the engine clock's (``Clock.wait``), so that a test's clock drives the pauses.
+
 Fairness to other engines, which cannot see this engine's waiters: a slot is handed on
 directly at most ``HANDOFFS`` times in a row; the next time it goes back to the database,
 and this engine's waiters then ask no sooner than ``RETRY`` later, as a waiter of another
@@ -113,7 +115,7 @@ class EvacuationSlots:
                         or self._held >= self.cap
                         or pause > 0
                     ):
-                        self._cond.wait(min(CHECK, pause) if pause > 0 else CHECK)
+                        self._clock.wait(self._cond, min(CHECK, pause) if pause > 0 else CHECK)
                         continue
                     waiter.busy = True
                 vmove_id = waiter.vmove_id()
@@ -135,11 +137,11 @@ class EvacuationSlots:
                         self._cond.notify_all()
                 if number is None:
                     with self._cond:
-                        self._cond.wait(self._retry)
+                        self._clock.wait(self._cond, self._retry)
         except BaseException:
             with self._cond:
                 while waiter.busy:  # a hand-off to it is under way: see how it ends
-                    self._cond.wait()
+                    self._clock.wait(self._cond)
                 self._drop(waiter)
                 self._cond.notify_all()
                 handed, started = waiter.number, waiter.started
@@ -181,7 +183,7 @@ class EvacuationSlots:
                 return False
             # The best waiter asking the database now may get a slot there: wait and see.
             while self._queue and self._queue[0].busy:
-                self._cond.wait(CHECK)
+                self._clock.wait(self._cond, CHECK)
             if not self._queue:
                 return False
             waiter = heapq.heappop(self._queue)

@@ -15,7 +15,7 @@ from typing import Any
 from oslo_config import cfg
 
 from masakari import exception
-from masakari.engine.recovery import evacuate, host, instance, process
+from masakari.engine.recovery import evacuate, host, instance, prepare, process
 from masakari.engine.recovery.flow import FlowTasks, Stages, Task, TaskContext, task, task_name
 
 LOG = logging.getLogger(__name__)
@@ -33,7 +33,7 @@ def no_op(ctx: TaskContext) -> None:
 
 
 disable_compute_service_task = host.disable_compute_service
-prepare_HA_enabled_instances_task = host.prepare_ha_enabled_instances  # noqa: N816
+prepare_HA_enabled_instances_task = prepare.prepare_ha_enabled_instances  # noqa: N816
 evacuate_instances_task = evacuate.evacuate_instances
 stop_instance_task = instance.stop_instance
 start_instance_task = instance.start_instance

@@ -112,6 +112,10 @@ class Workers:
         futures = [w.future for w in running if w.future is not None]
         concurrent.futures.wait(futures, timeout=grace)
         with self._lock:
-            left = {w.notification_uuid: w.token for w in self._active.values() if w.lease}
+            held = [(w, w.lease) for w in self._active.values() if w.lease]
+        for _, lease in held:
+            # Released next, and taken over at once: a Nova request still being retried for
+            # it must not be sent again (its transport checks the lease before each send).
+            lease.lose()
         self._pool.shutdown(wait=False, cancel_futures=True)
-        return left
+        return {w.notification_uuid: w.token for w, _ in held}

@@ -3,6 +3,7 @@ SQLite, the writers' turn that every process's writers queue for."""
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import sqlite3
@@ -239,3 +240,41 @@ def test_a_turn_never_given_back_fails_the_writer_after_the_timeout(table, db_ur
     with table.writer() as session:  # the failed wait left the turn free
         session.execute(sa.text("INSERT INTO t (n) VALUES (1)"))
     assert rows(table) == [1]
+
+
+@SQLITE_ONLY
+def test_a_writer_first_in_line_goes_before_the_waiting_ones(table):
+    """The engine's claim renewals (heartbeat) go before its other writers waiting for the
+    turn, which only wait a little longer: measured at load 10, renewals took up to 2.3 s
+    behind them on SQLite (a test lease has 2.5 s to spare), 0.4 s once first."""
+    order: list[str] = []
+    holding = threading.Event()
+    release = threading.Event()
+
+    def hold() -> None:
+        with table.writer() as session:
+            session.execute(sa.text("INSERT INTO t (n) VALUES (0)"))
+            holding.set()
+            release.wait(10)
+
+    def write(name: str, first: bool) -> None:
+        with sqlite.first_in_line() if first else contextlib.nullcontext():
+            with table.writer() as session:
+                session.execute(sa.text("INSERT INTO t (n) VALUES (1)"))
+                order.append(name)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert holding.wait(10)
+    waiters = [threading.Thread(target=write, args=(f"other-{i}", False)) for i in range(3)]
+    for w in waiters:
+        w.start()
+    time.sleep(0.2)  # the others are waiting for the turn before the renewal comes
+    renewal = threading.Thread(target=write, args=("renewal", True))
+    renewal.start()
+    time.sleep(0.2)
+    release.set()
+    for t in [holder, *waiters, renewal]:
+        t.join(10)
+    assert order[0] == "renewal"
+    assert sorted(order) == ["other-0", "other-1", "other-2", "renewal"]

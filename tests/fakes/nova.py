@@ -165,6 +165,34 @@ class Server:
     flavor: Flavor = dataclasses.field(default_factory=Flavor)
     # Booted from this image (its root disk on the host); None: booted from a volume.
     image: str | None = None
+    # What Nova recorded of the requests it accepted (GET /servers/{id}/os-instance-actions).
+    actions: list[InstanceAction] = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass
+class InstanceAction:
+    """A request Nova accepted for a server (evacuate, stop, start, lock, unlock), recorded
+    when accepted, before it is carried out, as Nova's API does."""
+
+    action: str
+    request_id: str
+    start: float  # the simulator's clock
+    user_id: str
+    project_id: str
+
+    def view(self, microversion: tuple[int, int]) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "action": self.action,
+            "instance_uuid": "",
+            "message": None,
+            "project_id": self.project_id,
+            "request_id": self.request_id,
+            "start_time": _iso(self.start),
+            "user_id": self.user_id,
+        }
+        if microversion >= (2, 58):
+            out["updated_at"] = _iso(self.start)
+        return out
 
 
 @dataclasses.dataclass
@@ -276,6 +304,9 @@ class Request:
     body: Any
     microversion: tuple[int, int]
     is_admin: bool
+    request_id: str = ""
+    user_id: str = ""
+    project_id: str = ""
 
     @property
     def params(self) -> dict[str, str]:
@@ -1300,16 +1331,45 @@ def server_action(sim: NovaSimulator, req: Request) -> tuple[int, Any]:
     return handler(sim, req, srv, arg)
 
 
+def _record(sim: NovaSimulator, req: Request, srv: Server, action: str) -> None:
+    """Nova records an accepted request as an instance action before carrying it out."""
+    srv.actions.append(
+        InstanceAction(action, req.request_id, sim.clock.now(), req.user_id, req.project_id)
+    )
+
+
+def list_instance_actions(sim: NovaSimulator, req: Request) -> tuple[int, Any]:
+    """GET /servers/{id}/os-instance-actions: newest first; from 2.58 with ``updated_at`` and
+    paged by ``limit`` and ``marker`` (a request id), as Nova pages them."""
+    srv = sim._server(req.parts[1])
+    if not req.is_admin and req.project_id != srv.tenant_id:
+        raise NovaFault(404, f"Instance {srv.id} could not be found.")
+    actions = sorted(srv.actions, key=lambda a: a.start, reverse=True)
+    if req.microversion >= (2, 58):
+        q = req.params
+        if "marker" in q:
+            ids = [a.request_id for a in actions]
+            if q["marker"] not in ids:
+                raise NovaFault(404, f"Marker {q['marker']} could not be found.")
+            actions = actions[ids.index(q["marker"]) + 1 :]
+        if "limit" in q:
+            actions = actions[: min(int(q["limit"]), sim.max_limit)]
+    views = [dict(a.view(req.microversion), instance_uuid=srv.id) for a in actions]
+    return 200, {"instanceActions": views}
+
+
 def _ignored(sim: NovaSimulator, srv: Server, action: str) -> bool:
     return sim._take_fault(("ignore_action",), "POST", "", action, srv.id) is not None
 
 
 def lock(sim: NovaSimulator, req: Request, srv: Server, arg: Any) -> tuple[int, Any]:
+    _record(sim, req, srv, "lock")
     srv.locked = True
     return 202, None
 
 
 def unlock(sim: NovaSimulator, req: Request, srv: Server, arg: Any) -> tuple[int, Any]:
+    _record(sim, req, srv, "unlock")
     srv.locked = False
     return 202, None
 
@@ -1329,6 +1389,7 @@ def stop(sim: NovaSimulator, req: Request, srv: Server, arg: Any) -> tuple[int, 
         raise NovaFault(
             409, f"Cannot 'stop' instance {srv.id} while it is in vm_state {srv.vm_state}"
         )
+    _record(sim, req, srv, "stop")
     if not _ignored(sim, srv, "os-stop"):
         srv.vm_state, srv.power_state, srv.task_state = "stopped", 4, None
     return 202, None
@@ -1339,6 +1400,7 @@ def start(sim: NovaSimulator, req: Request, srv: Server, arg: Any) -> tuple[int,
         raise NovaFault(
             409, f"Cannot 'start' instance {srv.id} while it is in vm_state {srv.vm_state}"
         )
+    _record(sim, req, srv, "start")
     if not _ignored(sim, srv, "os-start"):
         srv.vm_state, srv.power_state = "active", 1
     return 202, None
@@ -1364,6 +1426,7 @@ def evacuate(sim: NovaSimulator, req: Request, srv: Server, arg: Any) -> tuple[i
             raise NovaFault(404, f"Compute host {target} could not be found.")
         if target == srv.host:
             raise NovaFault(400, "The target host can't be the same one.")
+    _record(sim, req, srv, "evacuate")
     if _ignored(sim, srv, "evacuate"):
         return 200, None
     if sim._take_fault(("evacuate_error",), "POST", "", "evacuate", srv.id):
@@ -1460,6 +1523,7 @@ ROUTES: list[tuple[str, tuple[str, ...], Handler]] = [
     ("PUT", ("os-services", "*"), update_service),
     ("GET", ("servers", "detail"), list_servers),
     ("GET", ("servers", "*"), show_server),
+    ("GET", ("servers", "*", "os-instance-actions"), list_instance_actions),
     ("POST", ("servers", "*", "action"), server_action),
     ("GET", ("os-aggregates",), list_aggregates),
     ("GET", ("os-server-groups",), list_server_groups),
@@ -1673,6 +1737,9 @@ def _handler_for(sim: NovaSimulator) -> type[BaseHTTPRequestHandler]:
                     body,
                     (int(major), int(minor or 0)),
                     "admin" in token["roles"],
+                    rid,
+                    token["user_id"],
+                    token["project_id"],
                 )
                 _answering.late = self.answer_late
                 try:

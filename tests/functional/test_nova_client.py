@@ -26,18 +26,18 @@ def test_a_refused_connection_is_retried_for_every_method() -> None:
     session = ks_session.Session(auth=token_endpoint.Token(endpoint, "admin-token"))
     client = NovaClient(session, policy=Policy(connect_retries=2, retries=0, delay=0.01))
     counted: list[int] = []
-    real = nova.retry._CountingRetry.increment
+    real = nova.retry._PolicyRetry.increment
 
     def increment(self: Any, *args: Any, **kwargs: Any) -> Any:
         counted.append(1)
         return real(self, *args, **kwargs)
 
-    nova.retry._CountingRetry.increment = increment  # type: ignore[method-assign]
+    nova.retry._PolicyRetry.increment = increment  # type: ignore[method-assign]
     try:
         with pytest.raises(exception.NovaError) as err:
             client.evacuate(SERVER)
     finally:
-        nova.retry._CountingRetry.increment = real  # type: ignore[method-assign]
+        nova.retry._PolicyRetry.increment = real  # type: ignore[method-assign]
     assert err.value.status is None
     assert len(counted) == 3  # the first try and two more
 

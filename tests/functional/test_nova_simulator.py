@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -505,3 +506,40 @@ def test_connections_beyond_the_limit_wait_for_a_free_one() -> None:
         # served once the idle one was closed by the server
         assert time.monotonic() - started >= fake_nova.IDLE_TIMEOUT * 0.9
         assert sim.queued_connections >= 1
+
+
+# --- instance actions ---------------------------------------------------------------------
+
+
+def test_instance_actions_record_what_nova_accepted(
+    sim: NovaSimulator, clock: FakeClock, nova: NovaClient
+) -> None:
+    """Nova records an accepted request before carrying it out, newest first; a refused one
+    leaves no action. From 2.58 an action has updated_at and the list pages by limit and
+    marker."""
+    assert _status(lambda: nova.evacuate(VM)) == 400  # its host is up: refused, not recorded
+    nova.lock_server(VM)
+    sim.power_off("compute-1")
+    clock.advance(120)
+    nova.evacuate(VM)
+    actions = nova.list_instance_actions(VM)
+    assert [a.action for a in actions] == ["evacuate", "lock"]
+    assert actions[0].start_time is not None and actions[1].start_time is not None
+    assert actions[0].start_time - actions[1].start_time == datetime.timedelta(seconds=120)
+    url = f"{sim.compute_url}/servers/{VM}/os-instance-actions"
+
+    def listed(version: str, query: str = "") -> list[dict[str, Any]]:
+        headers = {"X-Auth-Token": ADMIN_TOKEN, "OpenStack-API-Version": f"compute {version}"}
+        resp = requests.get(url + query, headers=headers, timeout=5)
+        assert resp.status_code == 200, resp.text
+        return list(resp.json()["instanceActions"])
+
+    old = listed("2.53", "?limit=1")  # no paging before 2.58
+    assert [(a["action"], "updated_at" in a, a["instance_uuid"]) for a in old] == [
+        ("evacuate", False, VM),
+        ("lock", False, VM),
+    ]
+    first = listed("2.58", "?limit=1")
+    assert [(a["action"], "updated_at" in a) for a in first] == [("evacuate", True)]
+    rest = listed("2.58", f"?limit=1&marker={first[0]['request_id']}")
+    assert [a["action"] for a in rest] == ["lock"]

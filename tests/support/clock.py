@@ -42,6 +42,7 @@ class FakeClock(Clock):
         self.offset = 0.0
         self.lock = threading.Lock()
         self._timers: list[_Timer] = []
+        self._waiting: set[threading.Condition] = set()
 
     def now(self) -> datetime.datetime:
         return self.start + datetime.timedelta(seconds=self.offset)
@@ -54,19 +55,31 @@ class FakeClock(Clock):
             raise Cancelled()
         self.advance(max(seconds, 0.0))
 
+    def wait(self, condition: threading.Condition, seconds: float | None = None) -> None:
+        """Wait (``condition`` held) until it is notified or the clock moves: nothing waits
+        on the wall clock, and a waiter whose pause is over sees it on its next look."""
+        with self.lock:
+            self._waiting.add(condition)
+        condition.wait()
+
     def advance(self, seconds: float) -> None:
-        """Move time forward, running each ``every`` callback at its time on the way."""
+        """Move time forward, running each ``every`` callback at its time on the way, then
+        wake the waiters (:meth:`wait`)."""
         remaining = seconds
         while True:
             with self.lock:
                 due = min(self._timers, key=lambda t: t.at, default=None)
                 if due is None or due.at > self.offset + remaining:
                     self.offset += remaining
-                    return
+                    waiting = list(self._waiting)
+                    break
                 remaining -= max(due.at - self.offset, 0.0)
                 self.offset = max(self.offset, due.at)
                 due.at += due.interval
             due.fn()
+        for condition in waiting:
+            with condition:
+                condition.notify_all()
 
     def every(self, interval: float, fn: Callable[[], None]) -> None:
         """Run ``fn`` each time ``interval`` more seconds have passed, from now on."""

@@ -423,6 +423,7 @@ def _conf(sim: NovaSimulator, **overrides: Any) -> cfg.ConfigOpts:
             cfg.StrOpt("os_project_domain_name", default="default"),
             cfg.StrOpt("os_system_scope"),
             cfg.FloatOpt("nova_api_timeout", default=60.0),
+            cfg.IntOpt("nova_api_max_connections", default=16),
         ]
     )
     conf.register_opts([cfg.StrOpt("auth_type")], group="keystone_authtoken")

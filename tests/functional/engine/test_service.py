@@ -43,10 +43,13 @@ def test_two_engines_process_each_notification_once(db, sim, engine_factory):
     engine_factory(conf, owner="engine-a", sweep_interval=0.2)
     engine_factory(conf, owner="engine-b", sweep_interval=0.2)
     assert {wait_status(db, nid) for nid in nids} == {"finished"}
+    # Exactly once where it matters, in Nova: one stop per server. (Not one attempt per
+    # notification: on a loaded machine a renewal may come too late, and the claim is then
+    # taken over as a new attempt, which finds the server stopped and sends nothing.)
     stops = [c["path"] for c in sim.nova_calls() if c["body"] == {"os-stop": None}]
     assert sorted(stops) == sorted(f"/servers/{vm}/action" for vm in servers)
     with db.reader() as s:
-        assert {r.attempt for r in s.query(RecoveryTask)} == {1}
+        assert 1 in {r.attempt for r in s.query(RecoveryTask)}
         assert s.query(NotificationClaim).count() == 0
 
 
@@ -204,7 +207,10 @@ def test_killed_engine_is_taken_over(db, sim, engine_factory, tmp_path):
     # Nova refuses (409) an evacuation while the previous one rebuilds: finishing proves the
     # second engine waited for the first engine's evacuations instead of repeating them.
     assert {v.instance_uuid for v in vmoves(db, nid) if v.status == "succeeded"} == set(vms)
-    assert {a for a, *_ in details(db, nid)} == {1, 2}
+    assert sim.evacuations_accepted == dict.fromkeys(vms, 1)
+    # The takeover is attempt 2; a loaded machine may add more (a renewal too late for the
+    # short test lease), each settling what the one before left: Nova's count above says so.
+    assert {1, 2} <= {a for a, *_ in details(db, nid)}
     # the first engine's Nova locks were lifted by the second, and nothing is left recorded
     assert [vm for vm in vms if sim.server(vm)["locked"]] == []
     with db.reader() as session:

@@ -149,3 +149,29 @@ def test_stop_and_add_host_are_checked_too(sim: NovaSimulator) -> None:
     assert sim.server("vm")["OS-EXT-STS:vm_state"] == "stopped"
     assert sim.aggregate(1)["hosts"] == ["compute-2"]
     assert changes.notes == ["stop"]
+
+
+def test_an_evacuation_that_failed_back_to_error_is_not_sent_again(sim: NovaSimulator) -> None:
+    """Nova accepted the evacuate, its answer was lost, and the rebuild already failed: the
+    server is in error on its own host with no task, as if nothing had been asked; Nova's
+    instance actions show the evacuate, so no second one is sent."""
+    sim.state_fault("evacuate_error", "vm", times=1)
+    Changes(scripted(sim, "lost")).send_evacuate("vm", None)
+    assert sim.server("vm")["OS-EXT-STS:vm_state"] == "error"
+    assert sim.server("vm")["OS-EXT-SRV-ATTR:host"] == "compute-1"
+    assert sent(sim) == ["evacuate"]
+
+
+def test_an_older_evacuate_action_does_not_count(sim: NovaSimulator) -> None:
+    """An evacuate Nova recorded well before this one was sent (an earlier attempt's) says
+    nothing about this request: after a 503 it is sent again."""
+    sim.update_server("vm", vm_state="error")
+    sim.state_fault("evacuate_error", "vm", times=1)
+    Changes(scripted(sim)).send_evacuate("vm", None)  # an earlier attempt's evacuate
+    sim.clock.advance(3600)
+    changes = Changes(scripted(sim, "unsent"))
+    changes._clock.advance(3600)  # the engine's clock agrees with Nova's
+    changes.send_evacuate("vm", None)
+    assert sent(sim) == ["evacuate", "evacuate", "evacuate"]
+    # The earlier attempt's, this one's refused by the balancer, and this one's resend.
+    assert [c["status"] for c in sim.nova_calls() if c["method"] == "POST"] == [200, 503, 200]

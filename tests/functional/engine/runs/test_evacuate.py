@@ -16,7 +16,7 @@ from masakari.db.models import VMove
 from masakari.engine.lease import LeaseLost
 from masakari.engine.recovery import evacuate, moves
 from masakari.engine.recovery.flow import Flow, Store
-from masakari.engine.recovery.host import prepare_ha_enabled_instances
+from masakari.engine.recovery.prepare import prepare_ha_enabled_instances
 from tests.functional.engine.runs.conftest import make_run, task_rows
 from tests.support import rows
 

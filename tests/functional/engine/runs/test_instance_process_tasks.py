@@ -9,7 +9,7 @@ from masakari import exception
 from masakari.db.models import Notification
 from masakari.engine.context import PollTimeout
 from masakari.engine.progress import FlowProgress
-from masakari.engine.recovery import host, instance, process
+from masakari.engine.recovery import host, instance, prepare, process
 from masakari.engine.recovery.flow import Store, TaskContext
 from tests.functional.engine.runs.conftest import make_run
 
@@ -295,7 +295,7 @@ def test_missing_compute_service(db, nova, clock):
         (process.disable_compute_node, {"process_name": "nova-compute"}, "host_name"),
         (process.confirm_compute_node_disabled, {"host_name": "compute-1"}, "process_name"),
         (host.disable_compute_service, {}, "host_name"),
-        (host.prepare_ha_enabled_instances, {}, "host_name"),
+        (prepare.prepare_ha_enabled_instances, {}, "host_name"),
     ],
 )
 def test_task_in_a_flow_without_its_input(db, sim, nova, clock, fn, store, missing):

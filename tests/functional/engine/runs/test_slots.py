@@ -146,6 +146,22 @@ def test_a_slot_handed_on_goes_back_to_every_engine_after_a_few_turns(db, nova, 
     assert _rows(db) == {0: (theirs.notification_uuid, "engine-b")}
 
 
+def test_a_turned_down_waiter_asks_again_on_the_engine_s_clock(db, nova, clock) -> None:
+    """A waiter the database turned down (another engine holds the only slot) asks again once
+    ``retry`` seconds of the engine's clock have passed: a test's clock drives the pause."""
+    driven = FakeClock()
+    here, there = EvacuationSlots(1, driven, retry=60.0), EvacuationSlots(1)
+    theirs = _run(db, nova, clock, "engine-b")
+    assert there.acquire(theirs, (1,), "vm-b").number == 0
+    waiting = _Waiting(here, _run(db, nova, clock, "engine-a"), (1,))
+    _until_waiting(here, 1)
+    there.release(theirs, 0)  # free in the database; this engine is not told
+    threading.Event().wait(0.5)
+    assert waiting.waiting  # its clock has not moved: the pause is not over
+    driven.advance(60.0)
+    assert waiting.join(timeout=5).number == 0
+
+
 def test_the_cap_holds_while_slots_change_hands(db, nova, clock) -> None:
     cap = 2
     here, there = EvacuationSlots(cap), EvacuationSlots(cap)
