@@ -8,9 +8,8 @@ from typing import TypeVar
 
 from sqlalchemy import orm
 
-from masakari.db import claims, holds
 from masakari.db import evidence as evidence_db
-from masakari.engine.lease import Lease, LeaseLost
+from masakari.engine.lease import Lease
 
 T = TypeVar("T")
 
@@ -25,6 +24,9 @@ class EvidenceChanges:
     def _read(self, fn: Callable[[orm.Session], T]) -> T:
         raise NotImplementedError
 
+    def _hold(self, reason: str, also: Callable[[orm.Session], None]) -> None:
+        raise NotImplementedError
+
     def evidence(self) -> list[evidence_db.Evidence]:
         return self._read(lambda s: evidence_db.of(s, self.notification_uuid))
 
@@ -32,17 +34,6 @@ class EvidenceChanges:
         self._write(lambda s: evidence_db.add(s, self.notification_uuid, items))
 
     def hold_unconfirmed(self, reason: str, items: Sequence[evidence_db.Evidence]) -> None:
-        """The verdict's evidence, the hold and the claim given up, in one fenced
-        transaction: no engine ever sees the notification new and unheld. The run must end
-        then (raise :class:`~masakari.engine.errors.Held`)."""
-
-        def held(session: orm.Session) -> None:
-            evidence_db.add(session, self.notification_uuid, items)
-            holds.hold_again(session, self.notification_uuid, reason)
-            if not claims.give_up(
-                session, self.notification_uuid, self.lease.owner, self.lease.token
-            ):
-                raise LeaseLost()
-
-        self._write(held)
-        self.lease.lose()
+        """Hold the notification and give the claim up, with the verdict's evidence, in one
+        fenced transaction; the run must end then (raise Held)."""
+        self._hold(reason, lambda session: evidence_db.add(session, self.notification_uuid, items))

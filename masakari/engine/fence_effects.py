@@ -17,7 +17,7 @@ from typing import TypeVar
 from sqlalchemy import orm
 
 from masakari import metrics
-from masakari.db import claims, fencing, holds
+from masakari.db import fencing, holds
 from masakari.db.database import Database
 from masakari.db.fencing import Attempt
 from masakari.db.progress import TaskNote
@@ -61,6 +61,9 @@ class FenceChanges:
         raise NotImplementedError
 
     def _record_note(self, session: orm.Session, note: TaskNote) -> None:
+        raise NotImplementedError
+
+    def _hold(self, reason: str, also: Callable[[orm.Session], None]) -> None:
         raise NotImplementedError
 
     # --- reads ---------------------------------------------------------------------------------
@@ -260,18 +263,8 @@ class FenceChanges:
     # --- the hold ------------------------------------------------------------------------------
 
     def hold(self, reason: str, note: TaskNote) -> bool:
-        """Hold the notification for an operator and give the claim up, in one fenced
-        transaction with the task's last progress note. The run must end then (raise
-        :class:`~masakari.engine.errors.Held`): nothing more is done under the claim."""
-
-        def held(session: orm.Session) -> None:
-            self._record_note(session, note)
-            holds.hold_again(session, self.notification_uuid, reason)
-            if not claims.give_up(
-                session, self.notification_uuid, self.lease.owner, self.lease.token
-            ):
-                raise LeaseLost()
-
-        self._write(held)
-        self.lease.lose()
+        """Hold the notification and give the claim up, with the task's last progress note,
+        in one fenced transaction (always made, or LeaseLost); the run must end then (raise
+        Held)."""
+        self._hold(reason, lambda session: self._record_note(session, note))
         return True

@@ -7,7 +7,11 @@ import os
 import uuid
 from collections.abc import Iterator
 
+import pytest
 import sqlalchemy as sa
+
+from masakari.db import migration
+from masakari.db.database import Database
 
 # Overridable so that a developer can point the tests at other servers.
 SERVER_URLS = {
@@ -55,3 +59,22 @@ def temporary_database(backend: str, tmp_path: str) -> Iterator[str]:
                 )
             conn.exec_driver_sql(f"DROP DATABASE IF EXISTS {name}")
         admin.dispose()
+
+
+@contextlib.contextmanager
+def migrated(request: pytest.FixtureRequest, backend: str, tmp_path: str) -> Iterator[Database]:
+    """A new database on ``backend`` at the project's head, disposed and dropped afterwards.
+    A server that does not answer skips the test, or fails it under --require-servers."""
+    if backend != "sqlite":
+        reason = server_reachable(backend)
+        if reason:
+            if request.config.getoption("--require-servers"):
+                pytest.fail(reason)
+            pytest.skip(reason)
+    with temporary_database(backend, tmp_path) as url:
+        database = Database.from_url(url)
+        migration.upgrade(database.engine)
+        try:
+            yield database
+        finally:
+            database.dispose()

@@ -16,6 +16,7 @@ from masakari import conf as masakari_conf
 from masakari.db.database import Database
 from masakari.db.models import VMove
 from masakari.engine.service import EngineService
+from tests.db import backends
 from tests.fakes.nova import NovaSimulator
 from tests.support import rows
 from tests.support.sqlite import migrated_sqlite
@@ -40,6 +41,14 @@ def db(tmp_path: Any) -> Iterator[Database]:
     database = migrated_sqlite(tmp_path)
     yield database
     database.dispose()
+
+
+@pytest.fixture(params=["postgresql", "mysql"])
+def server_db(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[Database]:
+    """A migrated database on each database server (a test may narrow the backends, SQLite
+    included, with ``parametrize("server_db", [...], indirect=True)``)."""
+    with backends.migrated(request, request.param, str(tmp_path)) as database:
+        yield database
 
 
 @pytest.fixture

@@ -19,10 +19,9 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from masakari.db import detector_lease, migration
+from masakari.db import detector_lease
 from masakari.db.database import Database
 from masakari.db.models import Notification
-from tests.db import backends
 from tests.fakes.nova import NovaSimulator
 from tests.functional.engine.conftest import (
     add_host,
@@ -41,20 +40,6 @@ DETECTION = [
     "[verdict]",
     "wait = 1",
 ]
-
-
-@pytest.fixture(params=["postgresql", "mysql"])
-def server_db(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[Database]:
-    reason = backends.server_reachable(request.param)
-    if reason:
-        if request.config.getoption("--require-servers"):
-            pytest.fail(reason)
-        pytest.skip(reason)
-    with backends.temporary_database(request.param, str(tmp_path)) as url:
-        db = Database.from_url(url)
-        migration.upgrade(db.engine)
-        yield db
-        db.dispose()
 
 
 @pytest.fixture

@@ -21,11 +21,9 @@ import pytest
 import sqlalchemy as sa
 
 from masakari.compute.nova import NovaClient
-from masakari.db import migration
 from masakari.db.database import Database
 from masakari.db.models import InstanceLock, NotificationClaim, RecoveryTask
 from masakari.engine.service import EngineService
-from tests.db import backends
 from tests.fakes.nova import NovaSimulator
 from tests.functional.engine.conftest import (
     HOST_DOWN,
@@ -45,26 +43,6 @@ from tests.support.tcpproxy import TCPProxy
 # How the instances of the failed host are found: (vm_state, power_state, task_state).
 STATES = [("active", 1, None), ("error", 0, None), ("stopped", 4, None)] * 2
 MUTATING = ("POST", "PUT", "DELETE")
-
-
-@pytest.fixture(params=["postgresql", "mysql"])
-def server_db(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[Database]:
-    reason = backends.server_reachable(request.param)
-    if reason:
-        if request.config.getoption("--require-servers"):
-            pytest.fail(reason)
-        pytest.skip(reason)
-    with backends.temporary_database(request.param, str(tmp_path)) as url:
-        db = Database.from_url(url)
-        migration.upgrade(db.engine)
-        yield db
-        db.dispose()
-
-
-@pytest.fixture
-def sim() -> Iterator[NovaSimulator]:
-    with NovaSimulator() as simulator:
-        yield simulator
 
 
 @pytest.fixture

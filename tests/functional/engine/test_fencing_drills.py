@@ -24,13 +24,12 @@ import sqlalchemy as sa
 
 from masakari import metrics, timeline
 from masakari.compute.nova import NovaClient
-from masakari.db import holds, migration
+from masakari.db import holds
 from masakari.db.database import Database
 from masakari.db.models import FenceAttempt, Notification, RecoveryTask
 from masakari.engine.fencing import HostFencing
 from masakari.engine.service import EngineService
 from masakari.ha import notifications as notifications_api
-from tests.db import backends
 from tests.fakes.nova import NovaSimulator
 from tests.functional.engine.conftest import (
     HOST_DOWN,
@@ -62,26 +61,6 @@ FENCING = {
     # Without host fencing's hand-off the evacuations would wait 3 minutes: they do not.
     "wait_period_after_service_update": 180,
 }
-
-
-@pytest.fixture(params=["postgresql", "mysql"])
-def server_db(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[Database]:
-    reason = backends.server_reachable(request.param)
-    if reason:
-        if request.config.getoption("--require-servers"):
-            pytest.fail(reason)
-        pytest.skip(reason)
-    with backends.temporary_database(request.param, str(tmp_path)) as url:
-        db = Database.from_url(url)
-        migration.upgrade(db.engine)
-        yield db
-        db.dispose()
-
-
-@pytest.fixture
-def sim() -> Iterator[NovaSimulator]:
-    with NovaSimulator() as simulator:
-        yield simulator
 
 
 @pytest.fixture

@@ -37,23 +37,8 @@ CAP = 4
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 def any_db(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[Database]:
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path}/masakari.db"
-        database = Database.from_url(url)
-        migration.upgrade(database.engine)
+    with backends.migrated(request, request.param, str(tmp_path)) as database:
         yield database
-        database.dispose()
-        return
-    reason = backends.server_reachable(request.param)
-    if reason:
-        if request.config.getoption("--require-servers"):
-            pytest.fail(reason)
-        pytest.skip(reason)
-    with backends.temporary_database(request.param, str(tmp_path)) as url:
-        database = Database.from_url(url)
-        migration.upgrade(database.engine)
-        yield database
-        database.dispose()
 
 
 def _rack(db: Database, sim: NovaSimulator, hosts: int, per_host: int) -> tuple[list[str], set]:

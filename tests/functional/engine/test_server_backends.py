@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import datetime
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from masakari.db import holds, migration
+from masakari.db import holds
 from masakari.db.database import Database, transaction
 from masakari.engine.service import EngineService
-from tests.db import backends
 from tests.fakes.nova import NovaSimulator
 from tests.functional.engine.conftest import (
     HOST_DOWN,
@@ -26,22 +24,6 @@ from tests.functional.engine.conftest import (
     vmoves,
     wait_status,
 )
-
-
-@pytest.fixture
-def server_db(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[Database]:
-    backend = request.param
-    if backend != "sqlite":
-        reason = backends.server_reachable(backend)
-        if reason:
-            if request.config.getoption("--require-servers"):
-                pytest.fail(reason)
-            pytest.skip(reason)
-    with backends.temporary_database(backend, str(tmp_path)) as url:
-        database = Database.from_url(url)
-        migration.upgrade(database.engine)
-        yield database
-        database.dispose()
 
 
 def _start(db: Database, sim: NovaSimulator, **options: Any) -> EngineService:
