@@ -17,12 +17,11 @@ from oslo_config import cfg
 from oslo_middleware import cors, healthcheck, http_proxy_to_wsgi, request_id, sizelimit
 from oslo_middleware import opts as middleware_opts
 
-from masakari.api import auth, dbcheck, faults, pasteload, router
+from masakari.api import auth, dbcheck, faults, metrics, pasteload, router
 from masakari.api.handlers.versions import VersionsApp
 from masakari.api.state import AppState, make_state
 from masakari.api.urlmap import URLMap
 from masakari.db.database import Database
-from masakari.metrics import serve
 from masakari.policies import metrics as metrics_policies
 
 LOG = logging.getLogger(__name__)
@@ -99,7 +98,7 @@ def metrics_app(state: AppState) -> WSGIApp:
     if metrics_policies.SHOW not in state.enforcer.registered_rules:
         state.enforcer.register_defaults(metrics_policies.RULES)
         state.enforcer.load_rules(force_reload=True)
-    app: WSGIApp = serve.MetricsApp(lambda: state.db)
+    app: WSGIApp = metrics.MetricsApp(lambda: state.db)
     return _wrap(app, V1_PIPELINES[state.conf.auth_strategy], state)
 
 
