@@ -186,8 +186,9 @@ VERDICT_OPTS: list[cfg.Opt] = [
             ),
             (
                 RULE_ANY_TWO,
-                "two signals among the monitor's report, Nova's service state or heartbeat, "
-                "and host fencing's proof agree that the host failed",
+                "two signals among the monitor's report with host_status NORMAL, Nova's "
+                "service state or heartbeat, and host fencing (a proof, or fencing "
+                "configured for the host) agree that the host failed",
             ),
             (
                 RULE_FENCE,

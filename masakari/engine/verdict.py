@@ -3,18 +3,27 @@
 For a COMPUTE_HOST failure (event STOPPED) the engine gathers what it knows: the reports of
 the failure (the monitor's, kept as evidence at intake, even one refused as a duplicate of
 the detector's), Nova's view of the host's nova-compute (state, heartbeat age), and what
-host fencing proved (:class:`HostFencing`). The rule decides:
+host fencing proved or can prove (:class:`HostFencing`). The rule decides:
 
 - ``monitor`` (the default, masakari 22.0.0's): a monitor's report with host_status NORMAL.
   Only the detector's reports are judged under it (a monitor's report goes the reference's
   way): they wait for a monitor's report of the same failure.
-- ``any_two``: two of the monitor's report, Nova (service down, or heartbeat older than
-  ``[detection] grace_period``) and a fencing proof say the host failed.
+- ``any_two``: two of the monitor's report with host_status NORMAL, Nova (service down, or
+  heartbeat older than ``[detection] grace_period``) and host fencing (a proof, or the host
+  has fencing configured) say the host failed. A report with host_status UNKNOWN is no
+  signal: it and Nova both only say the host cannot be reached, which a partition also
+  does; every pair that confirms holds a power-off proof or the promise of one.
 - ``fence``: host fencing proves the host off (or crashed) before anything is evacuated.
 
-A BMC that reads the host powered on vetoes any rule. Until ``[verdict] wait`` seconds have
-passed the engine waits for the signals the rule lacks, then holds the notification with the
-reason (masakari.db.holds): an operator's release is the confirmation it lacked. A failure
+A confirmation that rests on host fencing's promise (the host has drivers, nothing proved
+it off yet) is kept as such (:data:`ON_FENCE`): the fence step then proves the host off or
+holds. An engine that takes such a failure over and has no fencing for the host holds it
+rather than evacuate unproven (every engine needs the same [fencing] and [verdict]).
+
+A power reading On recorded by an earlier fence attempt of the same notification vetoes any
+rule (the verdict reads no BMC itself). Until ``[verdict] wait`` seconds have passed the
+engine waits for the signals the rule lacks, then holds the notification with the reason
+(masakari.db.holds): an operator's release is the confirmation it lacked. A failure
 confirmed once stays confirmed (a retry or a takeover does not judge it again). The flow is
 told ``host_status`` NORMAL only when the host was proven off (a monitor's NORMAL report, a
 fence): only then may ``force_down_fenced_host`` skip Nova's own wait.
@@ -49,6 +58,8 @@ LOG = logging.getLogger(__name__)
 LOOK_INTERVAL = 2.0
 NORMAL = "NORMAL"
 UNKNOWN = "UNKNOWN"
+# The value kept with a confirmation that rests on host fencing proving the host off.
+ON_FENCE = "ON_FENCE"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,6 +93,13 @@ class Decision:
     confirmed: bool | None  # None: not yet, the rule waits for more
     reason: str
     host_status: str = UNKNOWN
+    # Confirmed on the promise that host fencing proves the host off before evacuating.
+    on_fence: bool = False
+
+    @property
+    def kept_value(self) -> str:
+        """What the confirmation keeps for a retry or a takeover to read back."""
+        return ON_FENCE if self.on_fence else self.host_status
 
 
 def decide(rule: str, s: Signals) -> Decision:
@@ -90,25 +108,13 @@ def decide(rule: str, s: Signals) -> Decision:
     if s.fence.power_on and not s.released:
         return Decision(False, "the BMC reads the host powered on")
     if rule == detection_opts.RULE_ANY_TWO:
-        agree = [
-            name
-            for name, says in (
-                ("the monitor's report", s.monitor is not None),
-                ("Nova", s.nova is True),
-                (s.fence.proof or "host fencing", s.fence.proof is not None),
-            )
-            if says
-        ]
-        if len(agree) >= 2:
-            return Decision(True, " and ".join(agree) + " agree that the host failed", status)
-        lacking = f"only {agree[0]} says" if agree else "nothing says"
-        alive = "; Nova says its nova-compute is up" if s.nova is False else ""
-        return _unless_released(s, status, f"{lacking} the host failed{alive}")
+        return _any_two(s, status)
     if rule == detection_opts.RULE_FENCE:
         if s.fence.proof is not None:
             return Decision(True, s.fence.proof, NORMAL)
         if s.fence.can_fence:
-            return Decision(True, "host fencing proves the host off before evacuating", status)
+            reason = "host fencing proves the host off before evacuating"
+            return Decision(True, reason, status, on_fence=True)
         return _unless_released(s, status, "no host fencing is configured for the host", False)
     if s.monitor == NORMAL:
         return Decision(True, "the monitor reported the host fenced (host_status NORMAL)", NORMAL)
@@ -116,6 +122,31 @@ def decide(rule: str, s: Signals) -> Decision:
         reason = f"the monitor's report says host_status {s.monitor}: no power-off confirmed"
         return _unless_released(s, status, reason, False)
     return _unless_released(s, status, "no monitor's report of the failure")
+
+
+def _any_two(s: Signals, status: str) -> Decision:
+    fence_says = s.fence.proof is not None or s.fence.can_fence
+    agree = [
+        name
+        for name, says in (
+            ("the monitor's report (host_status NORMAL)", s.monitor == NORMAL),
+            ("Nova", s.nova is True),
+            (s.fence.proof or "host fencing (before anything is evacuated)", fence_says),
+        )
+        if says
+    ]
+    if len(agree) >= 2:
+        proven = [s.monitor == NORMAL, s.nova is True, s.fence.proof is not None]
+        # Two only with the fence's promise: the fence must then keep it.
+        reason = " and ".join(agree) + " agree that the host failed"
+        return Decision(True, reason, status, on_fence=sum(proven) < 2)
+    lacking = f"only {agree[0]} says" if agree else "nothing says"
+    notes = ""
+    if s.monitor is not None and s.monitor != NORMAL:
+        notes += f"; the monitor's report says host_status {s.monitor} (no power-off proof)"
+    if s.nova is False:
+        notes += "; Nova says its nova-compute is up"
+    return _unless_released(s, status, f"{lacking} the host failed{notes}")
 
 
 def _unless_released(s: Signals, status: str, reason: str, final: bool | None = None) -> Decision:
@@ -136,10 +167,9 @@ def judge(run: RunContext, host_uuid: str, payload: HostPayload) -> str:
     if host is None:
         raise exception.HostNotFound(id=host_uuid)
     rule = run.conf.verdict.rule
-    known = run.effects.evidence()
-    confirmed_before = [e for e in known if e.kind == ev.VERDICT and e.failed]
-    if confirmed_before:
-        return confirmed_before[-1].value or UNKNOWN
+    verdicts = [e for e in run.effects.evidence() if e.kind == ev.VERDICT]
+    if verdicts and verdicts[-1].failed:
+        return _confirmed_before(run, host, verdicts[-1])
     released = run.effects.released_hold() is not None
     deadline = run.clock.monotonic() + (0.0 if released else float(run.conf.verdict.wait))
     while True:
@@ -157,7 +187,7 @@ def judge(run: RunContext, host_uuid: str, payload: HostPayload) -> str:
         reason += f" within {run.conf.verdict.wait:g} s"
     now = run.clock.now()
     # The decided host_status is kept with a confirmation: a retry or a takeover reads it.
-    status = decision.host_status if confirmed else None
+    status = decision.kept_value if confirmed else None
     verdict = ev.Evidence(ev.VERDICT, f"rule {rule}", confirmed, reason, now, status)
     gathered = [seen, *_fence_evidence(fence, now), verdict]
     detection_metrics.verdict(rule, confirmed)
@@ -169,6 +199,25 @@ def judge(run: RunContext, host_uuid: str, payload: HostPayload) -> str:
     run.effects.record_evidence(gathered)
     LOG.info("Host %s failure confirmed (rule %s): %s", host.name, rule, reason)
     return decision.host_status
+
+
+def _confirmed_before(run: RunContext, host: RecoveryHost, verdict: ev.Evidence) -> str:
+    """The host_status of an earlier confirmation; one that rested on host fencing is held
+    when this engine cannot fence the host and nothing proved it off yet."""
+    if verdict.value != ON_FENCE:
+        return verdict.value or UNKNOWN
+    if _fence_view(run, host).can_fence or any(a.proves_dead for a in run.effects.fence_attempts()):
+        return UNKNOWN
+    reason = (
+        f"{verdict.source}: confirmed on condition of host fencing, which engine "
+        f"{run.lease.owner} cannot do for the host: give every engine the same [fencing] "
+        "and [verdict]"
+    )
+    LOG.warning("Host %s failure not recovered: %s", host.name, reason)
+    held = f"{holds.VERDICT_PREFIX}{reason}"
+    unfenced = ev.Evidence(ev.VERDICT, verdict.source, False, reason, run.clock.now())
+    run.effects.hold_unconfirmed(held, [unfenced])
+    raise Held(held)
 
 
 def _monitor(payload: HostPayload, known: Sequence[ev.Evidence]) -> str | None:

@@ -293,6 +293,9 @@ def fencing(sim: NovaSimulator, hosts: set[str]) -> tuple[HostFencing, dict[str,
     [
         ("any_two", "monitor and Nova", True),
         ("any_two", "monitor alone", False),
+        # UNKNOWN and a silent nova-compute: a partition looks the same; no power-off proof.
+        ("any_two", "unknown report and Nova", False),
+        ("any_two", "fenceable", True),
         ("fence", "fenceable", True),
         ("fence", "no fencing", False),
     ],
@@ -301,14 +304,17 @@ def test_the_verdict_rules(db, sim, detecting, rule, case, confirmed) -> None:
     servers = cloud(db, sim, hosts=3)
     fenced, bmcs = fencing(sim, {"compute-1"} if case == "fenceable" else set())
     detecting(
-        fencing=fenced if rule == "fence" else None,
+        fencing=fenced if case == "fenceable" or rule == "fence" else None,
         **{"verdict.rule": rule, "detection.enabled": False},
     )
     if case != "monitor alone":
         sim.stale("compute-1", 100)
     with db.reader() as s:
         host_uuid = s.scalar(sa.text("SELECT uuid FROM hosts WHERE name = 'compute-1'"))
-    nid = notify(db, host_uuid, "COMPUTE_HOST", HOST_DOWN)
+    report = HOST_DOWN
+    if case in ("unknown report and Nova", "fenceable"):
+        report = {**HOST_DOWN, "host_status": "UNKNOWN"}
+    nid = notify(db, host_uuid, "COMPUTE_HOST", report)
     if confirmed:
         assert wait_status(db, nid) == "finished"
         assert evacuated(sim, servers["compute-1"]) != "compute-1"
@@ -317,8 +323,10 @@ def test_the_verdict_rules(db, sim, detecting, rule, case, confirmed) -> None:
     else:
         reason = wait_for(lambda: hold_reason(db, nid), 15, "the verdict holds it")
         expected = {
-            "monitor alone": "verdict: any_two: only the monitor's report says the host "
-            "failed; Nova says its nova-compute is up within 1 s",
+            "monitor alone": "verdict: any_two: only the monitor's report (host_status NORMAL) "
+            "says the host failed; Nova says its nova-compute is up within 1 s",
+            "unknown report and Nova": "verdict: any_two: only Nova says the host failed; the "
+            "monitor's report says host_status UNKNOWN (no power-off proof) within 1 s",
             "no fencing": "verdict: fence: no host fencing is configured for the host",
         }[case]
         assert reason == expected

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from masakari.engine.verdict import NORMAL, UNKNOWN, FenceView, Signals, decide
+from masakari.engine.verdict import NORMAL, ON_FENCE, UNKNOWN, FenceView, Signals, decide
 
 OFF_PROVEN = FenceView(proof="IPMI bmc-1: power off confirmed")
 BMC_ON = FenceView(power_on=True)
@@ -31,30 +31,37 @@ def test_monitor_rule(signals, confirmed, host_status, reason) -> None:
 
 
 @pytest.mark.parametrize(
-    ("signals", "confirmed", "host_status", "reason"),
+    ("signals", "confirmed", "kept", "reason"),
     [
-        (Signals(monitor="UNKNOWN", nova=True), True, UNKNOWN, "the monitor's report and Nova"),
         (Signals(monitor="NORMAL", nova=True), True, NORMAL, "agree"),
         (Signals(nova=True, fence=OFF_PROVEN), True, NORMAL, "Nova and IPMI bmc-1"),
+        # An UNKNOWN report and a silent nova-compute both only say "unreachable", which a
+        # partition says too: no pair without a power-off proof, or fencing's promise of one.
+        (Signals(monitor="UNKNOWN", nova=True), None, UNKNOWN, "only Nova says the host failed"),
+        (Signals(monitor="UNKNOWN", nova=True), None, UNKNOWN, "host_status UNKNOWN (no power"),
+        (Signals(nova=True, fence=FENCEABLE), True, ON_FENCE, "Nova and host fencing"),
+        (Signals(monitor="NORMAL", fence=FENCEABLE), True, ON_FENCE, "agree"),
+        (Signals(monitor="NORMAL", nova=True, fence=FENCEABLE), True, NORMAL, "agree"),
         (Signals(monitor="NORMAL", nova=False), None, UNKNOWN, "Nova says its nova-compute is up"),
         (Signals(nova=True), None, UNKNOWN, "only Nova says the host failed"),
         (Signals(), None, UNKNOWN, "nothing says the host failed"),
         (Signals(monitor="NORMAL", nova=True, fence=BMC_ON), False, UNKNOWN, "powered on"),
+        (Signals(monitor="UNKNOWN", nova=True, released=True), True, UNKNOWN, "released"),
     ],
 )
-def test_any_two_rule(signals, confirmed, host_status, reason) -> None:
+def test_any_two_rule(signals, confirmed, kept, reason) -> None:
     decision = decide("any_two", signals)
     assert decision.confirmed is confirmed
     assert reason in decision.reason
     if confirmed:
-        assert decision.host_status == host_status
+        assert decision.kept_value == kept
 
 
 @pytest.mark.parametrize(
     ("signals", "confirmed", "host_status", "reason"),
     [
         (Signals(nova=True, fence=OFF_PROVEN), True, NORMAL, "power off confirmed"),
-        (Signals(nova=True, fence=FENCEABLE), True, UNKNOWN, "proves the host off before"),
+        (Signals(nova=True, fence=FENCEABLE), True, ON_FENCE, "proves the host off before"),
         # The monitor's word is not the project's own fence.
         (Signals(monitor="NORMAL"), False, UNKNOWN, "no host fencing is configured"),
         (Signals(monitor="NORMAL", released=True), True, NORMAL, "released by an operator"),
@@ -66,4 +73,4 @@ def test_fence_rule(signals, confirmed, host_status, reason) -> None:
     assert decision.confirmed is confirmed
     assert reason in decision.reason
     if confirmed:
-        assert decision.host_status == host_status
+        assert decision.kept_value == host_status

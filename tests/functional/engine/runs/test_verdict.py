@@ -13,8 +13,10 @@ from masakari.db import holds
 from masakari.db.models import FailureEvidence, Notification, NotificationClaim
 from masakari.engine import verdict
 from masakari.engine.errors import Held
+from masakari.engine.fencing import HostFencing
 from masakari.engine.recovery.payloads import HostPayload
 from tests.functional.engine.runs.conftest import make_run
+from tests.functional.engine.runs.test_fence import IPMI, Plan
 from tests.support import rows
 from tests.support.clock import EPOCH
 
@@ -59,3 +61,55 @@ def test_an_unconfirmed_failure_is_held_with_its_evidence_and_the_claim_given_up
         kept = [(e.kind, e.failed, e.value) for e in ev.of(s, nid)]
     assert kept == [("nova", True, "down"), ("verdict", False, None)]
     assert run.lease.lost
+
+
+# --- a confirmation on host fencing's promise, read back by an engine without fencing ---------
+
+
+def _confirmed_on_fence(db, clock, nid: str) -> None:
+    with db.writer() as s:
+        ev.add(
+            s,
+            nid,
+            [ev.Evidence("verdict", "rule fence", True, "fencing proves", clock.now(), "ON_FENCE")],
+        )
+
+
+def test_a_takeover_that_cannot_fence_holds_a_failure_confirmed_on_fencing(
+    db, sim, nova, clock
+) -> None:
+    run, host, nid = _run(db, sim, nova, clock, **{"verdict.rule": "fence"})
+    _confirmed_on_fence(db, clock, nid)
+    with pytest.raises(Held) as held:
+        verdict.judge(run, host, HostPayload.parse(json.dumps(DETECTED)))
+    assert "confirmed on condition of host fencing" in str(held.value)
+    assert "give every engine the same [fencing] and [verdict]" in str(held.value)
+    with db.reader() as s:
+        assert holds.reasons(s, [nid]) == {nid: str(held.value)}
+        assert s.scalar(sa.select(Notification.status)) == "new"
+        verdicts = [(e.failed, e.value) for e in ev.of(s, nid) if e.kind == "verdict"]
+    assert verdicts == [(True, "ON_FENCE"), (False, None)]
+    assert run.lease.lost
+
+    # The operator's release is the confirmation: judged again, not held a second time.
+    with db.writer() as s:
+        holds.release(s, nid)
+    again = make_run(db, nova, clock, notification_uuid=nid, **{"verdict.rule": "fence"})
+    with db.writer() as s:
+        s.execute(sa.update(Notification).values(status="running"))
+    assert verdict.judge(again, host, HostPayload.parse(json.dumps(DETECTED))) == "UNKNOWN"
+    with db.reader() as s:
+        last = [e for e in ev.of(s, nid) if e.kind == "verdict"][-1]
+    assert (last.failed, last.detail.startswith("released by an operator")) == (True, True)
+
+
+def test_an_engine_that_can_fence_goes_on_from_a_confirmation_on_fencing(
+    db, sim, nova, clock
+) -> None:
+    run, host, nid = _run(db, sim, nova, clock, **{"verdict.rule": "fence"})
+    run.fencing = HostFencing(plan=Plan({"compute-1": [IPMI]}), power_driver=lambda spec: None)  # type: ignore[arg-type,return-value]
+    _confirmed_on_fence(db, clock, nid)
+    assert verdict.judge(run, host, HostPayload.parse(json.dumps(DETECTED))) == "UNKNOWN"
+    with db.reader() as s:
+        assert holds.reasons(s, [nid]) == {}
+        assert [e.kind for e in ev.of(s, nid)] == ["verdict"], "not judged again"
