@@ -111,10 +111,10 @@ class Detector:
         lease = self.lease.current()
         if lease is None:
             self._gates = self._token = None
+            # Not (or no longer) the detector: its last poll's numbers are not shown as now's.
+            detection_metrics.idle()
             if self.lease.database_failed:
                 detection_metrics.polled("database")
-            else:
-                detection_metrics.idle()
             return
         if self._gates is None or self._token != lease.token:
             # A new lease starts from nothing: what this engine saw under an earlier one
