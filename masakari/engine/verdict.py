@@ -12,7 +12,8 @@ host fencing proved (:class:`HostFencing`). The rule decides:
   ``[detection] grace_period``) and a fencing proof say the host failed.
 - ``fence``: host fencing proves the host off (or crashed) before anything is evacuated.
 
-A BMC that reads the host powered on vetoes any rule. Until ``[verdict] wait`` seconds have
+A power reading On that an earlier fence attempt of the same notification recorded vetoes
+any rule (the verdict never asks a BMC itself). Until ``[verdict] wait`` seconds have
 passed the engine waits for the signals the rule lacks, then holds the notification with the
 reason (masakari.db.holds): an operator's release is the confirmation it lacked. A failure
 confirmed once stays confirmed (a retry or a takeover does not judge it again). The flow is
