@@ -30,6 +30,9 @@ REASON_BREAKER = "detection breaker: too many hosts look down at once"
 REASON_STORM = "detection storm cooldown: hosts looked down en masse recently"
 # The engine's verdict ([verdict] rule) did not confirm the failure; the rest says why.
 VERDICT_PREFIX = "verdict: "
+# A verdict hold ended by a report of the failure that came after it (kept as evidence): the
+# engine judges the failure again with it. Not an operator's release (:func:`released_hold`).
+REASON_NEW_EVIDENCE = "new evidence: judged again"
 # Held by an engine ([fencing]): no driver proved the host dead (the text goes on with why),
 # or the fencing file gives the host none and [fencing] unfenced_hosts = hold.
 REASON_FENCE_FAILED = "power fencing failed: "
@@ -118,13 +121,36 @@ def hold_again(session: orm.Session, notification_uuid: str, reason: str) -> Non
 
 
 def released_hold(session: orm.Session, notification_uuid: str) -> str | None:
-    """The reason of the notification's hold if an operator released it, else None."""
+    """The reason of the notification's hold if an operator released it, else None (also
+    when new evidence ended it: :func:`judge_again`)."""
     return session.scalar(
         sa.select(NotificationHold.reason).where(
             NotificationHold.notification_uuid == notification_uuid,
             NotificationHold.released_at.is_not(None),
+            NotificationHold.reason != REASON_NEW_EVIDENCE,
         )
     )
+
+
+def judge_again(session: orm.Session, notification_uuid: str) -> bool:
+    """End the notification's verdict hold, for an engine to judge the failure again with
+    the evidence that came since. False when it has none (not held, or held for another
+    reason: a guard's, host fencing's, which wait for an operator whatever is reported).
+
+    Stamped released, as a release is: the engine's sweep finds it whatever its id, and its
+    age counts from now; the reason says it was no operator's word.
+    """
+    ended = session.execute(
+        sa.update(NotificationHold)
+        .where(
+            NotificationHold.notification_uuid == notification_uuid,
+            NotificationHold.released_at.is_(None),
+            NotificationHold.reason.startswith(VERDICT_PREFIX, autoescape=True),
+        )
+        .values(released_at=utcnow(), reason=REASON_NEW_EVIDENCE)
+        .execution_options(synchronize_session=False)
+    )
+    return affected_rows(ended) == 1
 
 
 def reasons(session: orm.Session, notification_uuids: list[str]) -> dict[str, str]:

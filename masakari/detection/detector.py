@@ -11,7 +11,9 @@ lease (:mod:`masakari.detection.lease`):
    off from the control plane thus reports nothing, rather than every host.
 2. **look**: a host in service whose nova-compute is ``down`` in Nova, or whose heartbeat
    (``updated_at``) is older than ``grace_period``, looks down. Hosts without a service, or
-   with a disabled one, are not judged.
+   with a disabled one, are not judged. A failure already reported is known: its
+   notification is not over, or in the duplicate window, or the host has not heartbeated
+   since it was reported (a cancelled report is not made again every poll).
 3. **gates** (:mod:`masakari.detection.gates`): down_polls, the all-stale breaker and its
    storm cooldown, the heartbeat cliff, the cap per poll.
 4. **report**: :func:`masakari.ha.notifications.record`, the intake of a monitor's report
@@ -111,10 +113,10 @@ class Detector:
         lease = self.lease.current()
         if lease is None:
             self._gates = self._token = None
+            # Not (or no longer) the detector: its last poll's numbers are not shown as now's.
+            detection_metrics.idle()
             if self.lease.database_failed:
                 detection_metrics.polled("database")
-            else:
-                detection_metrics.idle()
             return
         if self._gates is None or self._token != lease.token:
             # A new lease starts from nothing: what this engine saw under an earlier one
@@ -178,7 +180,10 @@ class Detector:
             if service.updated_at is not None:
                 age = max((asked - service.updated_at).total_seconds(), 0.0)
             down = service.state == "down" or (age is not None and age > self.grace)
-            seen.append(Seen(host.name, host.segment_uuid, down, age, service.state, host.known))
+            # A report that ended (an operator cancelled it, say) while the host stayed silent
+            # is still this failure: reported again only after a heartbeat, then silence.
+            known = host.known or watch.same_failure(host.last_reported, service.updated_at)
+            seen.append(Seen(host.name, host.segment_uuid, down, age, service.state, known))
         return seen, unreadable
 
     def _say_blind(self, exc: Blind) -> None:

@@ -1,8 +1,8 @@
 """The detector's judgement of one poll: which hosts are reported, held, or not yet.
 
 Pure: :class:`Gates` is given what a poll saw and keeps what it must remember between polls
-(how many polls each host has looked down, the previous count of fresh heartbeats, the
-cliff's wait, the storm's end). The gates, in the order they apply:
+(how many polls each host has looked down, which hosts the previous poll saw heartbeat,
+the cliff's wait, the storm's end). The gates, in the order they apply:
 
 - **down_polls**: a host is a candidate once it looked down in that many polls in a row.
 - **all-stale breaker**: more than ``breaker_percent`` % of a segment's hosts in service, or
@@ -13,8 +13,10 @@ cliff's wait, the storm's end). The gates, in the order they apply:
   candidates until ``storm_cooldown`` seconds after the last poll past the threshold (the
   **storm cooldown**).
 - **heartbeat cliff**: the fresh heartbeats drop by more than ``cliff_percent`` % (and by two
-  hosts or more) from one poll to the next: nothing is reported for ``cliff_polls`` polls;
-  late heartbeats of a Nova hiccup come back meanwhile.
+  hosts or more) from one poll to the next, counted over the hosts both polls saw (a host
+  added, removed or put on maintenance in between neither makes a cliff nor hides one):
+  nothing is reported for ``cliff_polls`` polls; late heartbeats of a Nova hiccup come back
+  meanwhile.
 - **cap**: at most ``max_reports_per_poll`` hosts are reported for recovery per poll, the
   longest silent first; the others wait for the next polls.
 """
@@ -97,13 +99,14 @@ class Gates:
         self.settings = settings
         self.storm_until = storm_until
         self._streaks: dict[str, int] = {}
-        self._fresh: int | None = None
+        # The previous poll's hosts: name -> whether its heartbeat was fresh.
+        self._previous: dict[str, bool] | None = None
         self._cliff_left = 0
 
     def forget(self) -> None:
         """A poll that could not see (the self-check failed): the next ones start over."""
         self._streaks.clear()
-        self._fresh = None
+        self._previous = None
 
     def judge(self, seen: Sequence[Seen], now: datetime.datetime) -> Outcome:
         s = self.settings
@@ -159,11 +162,13 @@ class Gates:
     def _cliff(self, seen: Sequence[Seen]) -> bool:
         """Whether this poll waits out a heartbeat cliff (one seen now, or an earlier one)."""
         s = self.settings
-        fresh = sum(1 for h in seen if not h.down)
-        before, self._fresh = self._fresh, fresh
+        before, self._previous = self._previous, {h.name: not h.down for h in seen}
         if s.cliff_percent and before is not None:
-            drop = before - fresh
-            if drop >= 2 and drop * 100 > s.cliff_percent * before:
+            # Only the hosts both polls saw: hosts that came or went are not heartbeats lost.
+            both = [h for h in seen if h.name in before]
+            was_fresh = sum(1 for h in both if before[h.name])
+            drop = was_fresh - sum(1 for h in both if not h.down)
+            if drop >= 2 and drop * 100 > s.cliff_percent * was_fresh:
                 self._cliff_left = s.cliff_polls
         if self._cliff_left > 0:
             self._cliff_left -= 1

@@ -42,6 +42,15 @@ class NotificationNotHeld(exception.Conflict):
     msg_fmt = "Notification %(id)s is not held."
 
 
+class DuplicateJudgedAgain(exception.DuplicateNotification):
+    """A duplicate whose evidence ended the verdict hold of the notification it duplicates:
+    an engine judges that one again (``notification_uuid``)."""
+
+    def __init__(self, notification_uuid: str, message: str) -> None:
+        super().__init__(message=message)
+        self.notification_uuid = notification_uuid
+
+
 class NotificationRaceLost(exception.Conflict):
     msg_fmt = (
         "Notification received from host %(host)s of type %(type)s conflicted with concurrent "
@@ -91,9 +100,11 @@ Fence = Callable[[orm.Session], None]
 
 @dataclasses.dataclass(frozen=True)
 class _Duplicate:
-    """A duplicate whose evidence was kept with the notification it duplicates."""
+    """A duplicate whose evidence was kept with the notification it duplicates; ``judged_again``:
+    it ended that one's verdict hold."""
 
     notification_uuid: str
+    judged_again: bool = False
 
 
 def record(
@@ -111,6 +122,8 @@ def record(
     the same type and host with an equal payload (any status) was generated no earlier than
     ``rules.duplicate_window`` seconds before this one; a failure report of the failure
     detector and any other failure report of the host are equal (``Rules.same_report``).
+    A duplicate kept as evidence (below) ends the verdict hold of the notification it
+    duplicates, which is judged again: :class:`DuplicateJudgedAgain`, a 409 too.
     N identical concurrent requests, through any number of API processes and database
     nodes, give exactly one 202.
 
@@ -139,9 +152,15 @@ def record(
             data["type"],
             outcome.notification_uuid,
         )
-        raise exception.DuplicateNotification(
-            message=DUPLICATE_MESSAGE % {"host": data["hostname"], "type": data["type"]}
-        )
+        message = DUPLICATE_MESSAGE % {"host": data["hostname"], "type": data["type"]}
+        if outcome.judged_again:
+            LOG.warning(
+                "Notification %s: its verdict hold ended by the report of host %s, judged again.",
+                outcome.notification_uuid,
+                data["hostname"],
+            )
+            raise DuplicateJudgedAgain(outcome.notification_uuid, message)
+        raise exception.DuplicateNotification(message=message)
     row, reason = outcome
     if reason is not None:
         # The one place an intake hold is decided: counted here, after the commit.
@@ -189,7 +208,9 @@ def _record(
         if rules.evidence and report.is_failure and other.source != report.source:
             kept = [_report_evidence(report, generated_time), *evidence]
             evidence_db.add(session, notification_uuid, kept)
-            return _Duplicate(notification_uuid)
+            # With the evidence it was waiting for, in the same transaction: a verdict that
+            # held the failure judges it again (an engine may hold it again).
+            return _Duplicate(notification_uuid, holds.judge_again(session, notification_uuid))
         raise exception.DuplicateNotification(
             message=DUPLICATE_MESSAGE % {"host": data["hostname"], "type": data["type"]}
         )

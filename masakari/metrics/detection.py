@@ -64,7 +64,8 @@ def _create() -> Instruments:
         hosts=_gauge(
             "masakari_detection_hosts",
             "Hosts in service at the detector's last poll, by state (up, down, unreadable: "
-            "no nova-compute service in Nova, or a disabled one).",
+            "no nova-compute service in Nova, or a disabled one); 0 after a blind poll and on "
+            "an engine that is not the detector.",
             ("state",),
         ),
         reports=_counter(
@@ -105,19 +106,28 @@ def leading(yes: bool) -> None:
 
 
 def polled(blind_reason: str | None) -> None:
-    """One poll's self-check: None when it could trust what it saw."""
+    """One poll's self-check: None when it could trust what it saw. A blind poll judged
+    nothing: the counts and gates of an earlier poll are not shown as if they were now's."""
     made = instruments()
     for reason in BLIND_REASONS:
         made.blind.labels(reason).set(1 if reason == blind_reason else 0)
+    if blind_reason is not None:
+        _nothing_judged(made)
     made.polls.labels("ok" if blind_reason is None else "blind").inc()
 
 
 def idle() -> None:
-    """Not the detector (any more): nothing of this engine is blind or gated."""
+    """Not the detector (any more): nothing of this engine is blind, counted or gated."""
     made = instruments()
     made.leader.set(0)
     for reason in BLIND_REASONS:
         made.blind.labels(reason).set(0)
+    _nothing_judged(made)
+
+
+def _nothing_judged(made: Instruments) -> None:
+    for state in HOST_STATES:
+        made.hosts.labels(state).set(0)
     for gate in GATES:
         made.gate_active.labels(gate).set(0)
     made.deferred.set(0)

@@ -14,7 +14,7 @@ from oslo_config import cfg
 
 from masakari import conf as masakari_conf
 from masakari import exception
-from masakari.db import detector_lease, evidence, holds, migration
+from masakari.db import detector_lease, evidence, holds, migration, queue, watch
 from masakari.db.database import Database
 from masakari.db.models import DetectorLease as DetectorLeaseRow
 from masakari.db.models import FailureEvidence, Notification
@@ -248,3 +248,39 @@ def test_the_lease_row_is_changed_by_every_fenced_report(db) -> None:
         row = s.get(DetectorLeaseRow, "nova-services")
         assert row.fence == 2
     assert count(db) == 2
+
+
+def test_a_report_after_a_verdict_hold_ends_it_for_the_engine_to_judge_again(db) -> None:
+    rules = Rules(evidence=True)
+    verdict_hold = holds.VERDICT_PREFIX + "monitor: no monitor's report of the failure"
+    held, _ = notifications.record(db, detector_report("compute-1"), rules, hold=verdict_hold)
+    fenced, _ = notifications.record(
+        db, detector_report("compute-2"), rules, hold=holds.REASON_UNFENCED
+    )
+    with db.reader() as s:
+        mark = queue.max_id(s)
+    with pytest.raises(notifications.DuplicateJudgedAgain) as ended:
+        notifications.record(db, monitor_report("compute-1"), rules)
+    assert ended.value.notification_uuid == held.notification_uuid
+    with pytest.raises(exception.DuplicateNotification) as refused:
+        notifications.record(db, monitor_report("compute-2"), rules)
+    assert not isinstance(refused.value, notifications.DuplicateJudgedAgain)
+    ids = [held.notification_uuid, fenced.notification_uuid]
+    with db.reader() as s:
+        assert holds.reasons(s, ids) == {fenced.notification_uuid: holds.REASON_UNFENCED}
+        # Found by the engine's sweep below its marks, and not an operator's release.
+        waiting = queue.new_after(s, mark, 10)
+        assert [c.notification_uuid for c in waiting] == [held.notification_uuid]
+        assert holds.released_hold(s, held.notification_uuid) is None
+
+
+def test_the_watched_hosts_say_when_their_last_failure_report_was_generated(db) -> None:
+    rules = Rules(evidence=True)
+    row, _ = notifications.record(db, detector_report("compute-1"), rules, hold="verdict: x")
+    notifications.cancel(db, row.notification_uuid)
+    with db.reader() as s:
+        watched = watch.hosts_in_service(s, NOW + datetime.timedelta(hours=1))
+    assert [(w.name, w.known, w.last_reported) for w in watched] == [
+        ("compute-1", False, NOW),
+        ("compute-2", False, None),
+    ]

@@ -119,11 +119,15 @@ def _create(req: ApiRequest) -> Reply:
     req.can(policies.CREATE)
     data = body["notification"]
     validation.validate(schemas.PAYLOADS[data["type"]], data["payload"])
-    row, hold_reason = notify.notification_create(
-        req,
-        data,
-        lambda: notifications_api.record(req.state.db, data, req.state.intake_rules),
-    )
+    try:
+        row, hold_reason = notify.notification_create(
+            req,
+            data,
+            lambda: notifications_api.record(req.state.db, data, req.state.intake_rules),
+        )
+    except notifications_api.DuplicateJudgedAgain as exc:
+        req.state.wake_engine(exc.notification_uuid)  # the one it duplicates waits again
+        raise
     req.state.wake_engine(row.notification_uuid)
     if req.at_least("1.4"):
         return accepted(

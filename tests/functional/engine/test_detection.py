@@ -348,3 +348,26 @@ def test_without_monitors_a_detected_host_is_fenced_then_recovered(db, sim, dete
     assert [(v.failed, v.detail) for v in verdicts] == [
         (True, "host fencing proves the host off before evacuating")
     ]
+
+
+def test_a_cancelled_report_is_not_made_again_until_the_host_heartbeats_then_goes_silent(
+    db, sim, detecting
+) -> None:
+    cloud(db, sim)
+    detecting(duplicate_notification_detection_interval=1)
+    sim.power_off("compute-2")
+    (first,) = wait_for(lambda: rows(db), 10, "the detector reports compute-2")
+    nid = first.notification_uuid
+    wait_for(lambda: hold_reason(db, nid), 15, "the verdict holds it")
+    intake.cancel(db, nid)
+    # Silent still, past the duplicate window: the same failure, which the operator ended.
+    time.sleep(1.0 + 8 * POLL)
+    assert [(r.notification_uuid, r.status) for r in rows(db)] == [(nid, "ignored")]
+    sim.power_on("compute-2")
+    time.sleep(3 * POLL)
+    assert len(rows(db)) == 1
+    # It heartbeated, then stops again: a failure of its own.
+    sim.power_off("compute-2")
+    second = wait_for(lambda: len(rows(db)) == 2 and rows(db)[1], 10, "a new report")
+    assert json.loads(second.payload)["detector"] == "nova-services"
+    assert second.source_host_uuid == first.source_host_uuid

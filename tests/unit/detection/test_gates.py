@@ -148,3 +148,22 @@ def test_the_cap_reports_the_longest_silent_first_and_the_rest_next_poll() -> No
     # Reported ones are known at the next poll; the one left waiting goes now.
     out = gates.judge(cloud(down, known={"h7", "h4"}), at(10))
     assert (out.active, names(out.report)) == (set(), ["h1"])
+
+
+def test_hosts_that_leave_between_two_polls_make_no_cliff() -> None:
+    gates = Gates(Settings(**{**OFF.__dict__, "cliff_percent": 20}))
+    gates.judge(cloud(set()), at(0))
+    # h7-h9 put on maintenance (no longer watched), h1 fails: 9 of the 10 fresh hosts are
+    # gone from the count, but of the 7 hosts both polls saw only one lost its heartbeat.
+    out = gates.judge(cloud({"h1"})[:7], at(10))
+    assert (out.active, names(out.report)) == (set(), ["h1"])
+
+
+def test_hosts_that_join_between_two_polls_hide_no_cliff() -> None:
+    gates = Gates(Settings(**{**OFF.__dict__, "cliff_percent": 20}))
+    gates.judge(cloud(set()), at(0))
+    # 3 of the 10 hosts go stale as 3 new hosts heartbeat: still 10 fresh, yet 30 % of the
+    # hosts both polls saw stopped heartbeating at once.
+    joined = [Seen(f"new{i}", "seg-0", False, age=1.0, state="up") for i in range(3)]
+    out = gates.judge(cloud({"h1", "h2", "h3"}) + joined, at(10))
+    assert (out.active, out.report, names(out.deferred)) == ({CLIFF}, [], ["h1", "h2", "h3"])
