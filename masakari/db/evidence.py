@@ -61,6 +61,21 @@ def add(session: orm.Session, notification_uuid: str, items: Iterable[Evidence])
     session.flush()
 
 
+def reports(session: orm.Session, notification_uuid: str) -> int:
+    """How many reports of the failure the notification has (its own and duplicates')."""
+    return (
+        session.scalar(
+            sa.select(sa.func.count())
+            .select_from(FailureEvidence)
+            .where(
+                FailureEvidence.notification_uuid == notification_uuid,
+                FailureEvidence.kind == REPORT,
+            )
+        )
+        or 0
+    )
+
+
 def of(session: orm.Session, notification_uuid: str) -> list[Evidence]:
     """The notification's evidence, in the order it was gathered."""
     rows = session.scalars(

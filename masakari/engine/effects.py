@@ -92,14 +92,22 @@ class Effects(NovaChanges, SlotChanges, HostChanges, FenceChanges, EvidenceChang
     def _read(self, fn: Callable[[orm.Session], T]) -> T:
         return read(self._db, fn, retry_while=self.lease.check)
 
-    def _hold(self, reason: str, also: Callable[[orm.Session], None]) -> None:
+    def _hold(
+        self,
+        reason: str,
+        also: Callable[[orm.Session], None],
+        then: Callable[[orm.Session], object] | None = None,
+    ) -> None:
         """Hold the notification for an operator and give the claim up, in one fenced
-        transaction with ``also``'s writes: no engine ever sees it new and unheld, and the
-        run must end then (raise :class:`~masakari.engine.errors.Held`)."""
+        transaction with ``also``'s writes (and ``then``'s, once the hold is written): no
+        engine ever sees it new and unheld, and the run must end then (raise
+        :class:`~masakari.engine.errors.Held`)."""
 
         def held(session: orm.Session) -> None:
             also(session)
             holds.hold_again(session, self.notification_uuid, reason)
+            if then is not None:
+                then(session)
             if not claims.give_up(
                 session, self.notification_uuid, self.lease.owner, self.lease.token
             ):

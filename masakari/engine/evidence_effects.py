@@ -9,6 +9,7 @@ from typing import TypeVar
 from sqlalchemy import orm
 
 from masakari.db import evidence as evidence_db
+from masakari.db import holds
 from masakari.engine.lease import Lease
 
 T = TypeVar("T")
@@ -24,7 +25,12 @@ class EvidenceChanges:
     def _read(self, fn: Callable[[orm.Session], T]) -> T:
         raise NotImplementedError
 
-    def _hold(self, reason: str, also: Callable[[orm.Session], None]) -> None:
+    def _hold(
+        self,
+        reason: str,
+        also: Callable[[orm.Session], None],
+        then: Callable[[orm.Session], object] | None = None,
+    ) -> None:
         raise NotImplementedError
 
     def evidence(self) -> list[evidence_db.Evidence]:
@@ -33,7 +39,23 @@ class EvidenceChanges:
     def record_evidence(self, items: Sequence[evidence_db.Evidence]) -> None:
         self._write(lambda s: evidence_db.add(s, self.notification_uuid, items))
 
-    def hold_unconfirmed(self, reason: str, items: Sequence[evidence_db.Evidence]) -> None:
+    def hold_unconfirmed(
+        self,
+        reason: str,
+        items: Sequence[evidence_db.Evidence],
+        reports_seen: int | None = None,
+    ) -> None:
         """Hold the notification and give the claim up, with the verdict's evidence, in one
-        fenced transaction; the run must end then (raise Held)."""
-        self._hold(reason, lambda session: evidence_db.add(session, self.notification_uuid, items))
+        fenced transaction; the run must end then (raise Held).
+
+        ``reports_seen``: the reports the verdict judged on. One that came in since (its
+        intake found no hold to end yet) ends the new hold at once, in the same transaction:
+        an engine judges the failure again with it.
+        """
+        uuid = self.notification_uuid
+
+        def judged_on_less(session: orm.Session) -> None:
+            if reports_seen is not None and evidence_db.reports(session, uuid) > reports_seen:
+                holds.judge_again(session, uuid)
+
+        self._hold(reason, lambda session: evidence_db.add(session, uuid, items), judged_on_less)

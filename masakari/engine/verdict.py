@@ -194,7 +194,8 @@ def judge(run: RunContext, host_uuid: str, payload: HostPayload) -> str:
     if not confirmed:
         LOG.warning("Host %s failure not confirmed (rule %s): %s", host.name, rule, reason)
         held = f"{holds.VERDICT_PREFIX}{rule}: {reason}"
-        run.effects.hold_unconfirmed(held, gathered)
+        reports = sum(1 for e in known if e.kind == ev.REPORT)
+        run.effects.hold_unconfirmed(held, gathered, reports_seen=reports)
         raise Held(held)
     run.effects.record_evidence(gathered)
     LOG.info("Host %s failure confirmed (rule %s): %s", host.name, rule, reason)

@@ -63,6 +63,36 @@ def test_an_unconfirmed_failure_is_held_with_its_evidence_and_the_claim_given_up
     assert run.lease.lost
 
 
+def test_a_report_that_comes_between_the_last_look_and_the_hold_ends_the_hold(
+    db, sim, nova, clock
+) -> None:
+    """Its intake found no hold to end yet: the hold's own transaction sees the report."""
+    run, host, nid = _run(db, sim, nova, clock, **{"verdict.wait": 0})
+    looks = []
+    read = run.effects.evidence
+
+    def evidence_then_a_report():  # type: ignore[no-untyped-def]
+        known = read()
+        looks.append(known)
+        if len(looks) == 2:  # the verdict's last look at the signals
+            with db.writer() as s:
+                ev.add(s, nid, [ev.Evidence("report", "monitor", True, "", clock.now(), "NORMAL")])
+        return known
+
+    run.effects.evidence = evidence_then_a_report  # type: ignore[method-assign]
+    payload = HostPayload.parse(json.dumps(DETECTED))
+    with pytest.raises(Held):
+        verdict.judge(run, host, payload)
+    with db.reader() as s:
+        assert holds.reasons(s, [nid]) == {}, "the hold ended at once"
+        assert holds.released_hold(s, nid) is None, "no operator's release"
+        assert s.scalar(sa.select(Notification.status)) == "new"
+    with db.writer() as s:
+        s.execute(sa.update(Notification).values(status="running"))
+    again = make_run(db, nova, clock, notification_uuid=nid, **{"verdict.wait": 0})
+    assert verdict.judge(again, host, payload) == "NORMAL", "judged again with the report"
+
+
 # --- a confirmation on host fencing's promise, read back by an engine without fencing ---------
 
 
