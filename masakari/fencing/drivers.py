@@ -60,8 +60,8 @@ def power_driver(spec: base.DriverSpec) -> base.PowerDriver:
 def _need(module: str, spec: base.DriverSpec) -> None:
     if importlib.util.find_spec(module) is None:
         raise base.FenceError(
-            f"{spec.describe()}: the {spec.type} driver needs {module}: "
-            "pip install 'masakari[fencing]'"
+            f"the {spec.type} driver needs {module}: pip install 'masakari[fencing]'",
+            spec.describe(),
         )
 
 
@@ -108,14 +108,15 @@ def check(spec: base.DriverSpec) -> Check:
             kdump.resolve(spec.address or "")
         except (OSError, UnicodeError) as exc:
             reason = getattr(exc, "strerror", None) or type(exc).__name__
-            return done(None, None, error=f"{spec.describe()}: address does not resolve: {reason}")
+            return done(None, None, error=f"address does not resolve: {reason}")
         return done(None, None)
     try:
         state = power_driver(spec).power_status()
+    # The check names its driver (Check.driver): the error says why alone.
     except base.Unreachable as exc:
-        return done(False, None, error=str(exc))
+        return done(False, None, error=exc.why)
     except base.Refused as exc:
-        return done(True, False, error=str(exc))
+        return done(True, False, error=exc.why)
     except (base.FenceError, ValueError) as exc:
-        return done(None, None, error=str(exc))
+        return done(None, None, error=base.why_of(exc))
     return done(True, True, state=state)

@@ -34,7 +34,7 @@ from masakari.engine.fencing import FencedHost, HostFencing
 from masakari.engine.progress import FlowProgress
 from masakari.engine.recovery.flow import Store, TaskContext
 from masakari.fencing import kdump
-from masakari.fencing.base import KDUMP, DriverSpec, FenceError
+from masakari.fencing.base import KDUMP, DriverSpec, FenceError, why_of
 
 LOG = logging.getLogger(__name__)
 
@@ -188,14 +188,15 @@ def _power_off(
     ctx.update_details(f"Powering off host '{host}' via {name}", 0.2)
     try:
         driver = fencing.power_driver(spec)
+    # The reasons go next to the entry's name: its error says why alone (not the name again).
     except (FenceError, ValueError) as exc:  # its library is missing, a key is unset
-        ctx.update_details(f"No driver for {name}: {exc}", 0.3)
-        return f"no driver: {exc}"
+        ctx.update_details(f"No driver for {name}: {why_of(exc)}", 0.3)
+        return f"no driver: {why_of(exc)}"
     try:
         ctx.effects.power_off(driver, host, position)
     except FenceError as exc:
-        ctx.update_details(f"Power off of '{host}' via {name} failed: {exc}", 0.3)
-        return f"power off: {exc}"
+        ctx.update_details(f"Power off of '{host}' via {name} failed: {exc.why}", 0.3)
+        return f"power off: {exc.why}"
     ctx.update_details(f"Power off of '{host}' sent via {name}: confirming", 0.5)
     off = ctx.effects.confirm_off(
         driver,
@@ -306,6 +307,6 @@ def power_on_after(run: RunContext, fenced: FencedHost) -> None:
     try:
         run.effects.power_on(fencing.power_driver(spec), host, proof.position)
     except FenceError as exc:
-        LOG.error("Host %s: power on after recovery via %s failed: %s", host, proof.driver, exc)
+        LOG.error("Host %s: power on after recovery via %s failed: %s", host, proof.driver, exc.why)
         return
     LOG.info("Host %s powered on again via %s", host, proof.driver)

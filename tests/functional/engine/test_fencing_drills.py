@@ -287,6 +287,7 @@ def test_an_unreachable_bmc_is_held_and_so_is_a_host_without_driver(
     other = notify(server_db, bare, "COMPUTE_HOST", HOST_DOWN)
     reason = wait_for(lambda: held(server_db, nid), 30, "the unreachable host is held")
     assert reason.startswith(f"power fencing failed: ipmi 127.0.0.1:{bmc.port}: power off: ")
+    assert reason.count("127.0.0.1") == 1  # the driver's own error does not name it again
     assert attempts(server_db, nid) == [(0, "off", "unreachable")]
     assert wait_for(lambda: held(server_db, other), 30, "the host without driver is held") == (
         "no power fencing configured"

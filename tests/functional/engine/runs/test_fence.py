@@ -24,6 +24,7 @@ from masakari.engine.fencing import FencedHost, HostFencing
 from masakari.engine.lease import LeaseLost
 from masakari.engine.recovery import fence, host
 from masakari.engine.recovery.flow import Store, TaskContext
+from masakari.fencing import drivers
 from masakari.fencing.base import DriverSpec, FenceError, PowerState, Refused, Unreachable
 from tests.fakes.nova import NovaSimulator
 from tests.functional.engine.runs.conftest import make_run, task_rows
@@ -192,6 +193,25 @@ def test_a_host_that_never_reads_off_is_held_and_the_claim_given_up(db, nova, cl
     # nothing more is done under the given-up claim
     with pytest.raises(LeaseLost):
         run.effects.record_failure("late")
+
+
+def test_the_hold_reason_names_each_driver_once(db, nova, clock):
+    run = make_run(db, nova, clock)
+    # The real drivers: their errors say which entry failed, as the reason does already.
+    failing_agent = DriverSpec("agent", address="192.0.2.3", options={"agent": "/bin/false"})
+    no_address = DriverSpec("ipmi", name="bmc-a")
+    fencing = HostFencing(
+        plan=Plan({HOST: [failing_agent, no_address]}), power_driver=drivers.power_driver
+    )
+    with pytest.raises(Held):
+        step(run, fencing)
+    nid = run.notification_uuid
+    with db.reader() as s:
+        reason = holds.reasons(s, [nid])[nid]
+    assert reason == (
+        "power fencing failed: agent 192.0.2.3: power off: false off failed (exit 1); "
+        "bmc-a: ipmi: no driver: no address"
+    )
 
 
 def test_kdump_message_proves_the_crash_without_a_power_off(db, nova, clock):
