@@ -146,7 +146,8 @@ class FenceChanges:
     # --- power actions ---------------------------------------------------------------------
 
     def _power(self, driver: PowerDriver, host: str, position: int, action: str) -> None:
-        """Power off or on: recorded as sent, sent under the lease, answered."""
+        """Power off or on: recorded as sent, sent under the lease, answered (a failure's
+        answer says why; the row names the driver)."""
         call = driver.power_off if action == fencing.OFF else driver.power_on
         attempt_id = self._begin(host, position, driver.spec, action)
         started = self._clock.monotonic()
@@ -159,7 +160,7 @@ class FenceChanges:
                 driver.spec,
                 action,
                 failure_result(exc),
-                str(exc),
+                exc.why,
                 self._clock.monotonic() - started,
             )
             raise
@@ -206,7 +207,7 @@ class FenceChanges:
             try:
                 state = driver.power_status()
             except FenceError as exc:
-                last, result = str(exc), failure_result(exc)
+                last, result = exc.why, failure_result(exc)
             else:
                 if state is PowerState.OFF:
                     self._answer(
@@ -245,7 +246,7 @@ class FenceChanges:
                 driver.spec,
                 fencing.STATUS,
                 failure_result(exc),
-                str(exc),
+                exc.why,
                 self._clock.monotonic() - started,
             )
             return False

@@ -44,8 +44,9 @@ class AgentDriver:
         self.path = find_agent(spec.options.get("agent", ""))
         if self.path is None:
             raise base.FenceError(
-                f"{spec.describe()}: fence agent {spec.options.get('agent')!r} not found "
-                f"(looked in {', '.join(AGENT_DIRS)} and $PATH)"
+                f"fence agent {spec.options.get('agent')!r} not found "
+                f"(looked in {', '.join(AGENT_DIRS)} and $PATH)",
+                spec.describe(),
             )
 
     def power_off(self) -> None:
@@ -75,7 +76,7 @@ class AgentDriver:
         for key, value in args.items():
             if "\n" in value or "\r" in value:
                 # A line break would start another argument of the agent's.
-                raise base.FenceError(f"{spec.describe()}: {key}: a line break in the value")
+                raise base.FenceError(f"{key}: a line break in the value", spec.describe())
         return "".join(f"{key}={value}\n" for key, value in args.items())
 
     def _call(self, action: str) -> int:
@@ -86,25 +87,26 @@ class AgentDriver:
             done = _process.run([self.path], stdin, timeout=spec.timeout, env=_ENV)
         except _process.Expired:
             raise base.Unreachable(
-                f"{spec.describe()}: {os.path.basename(self.path)} {action} still running "
-                f"after {spec.timeout:g} s (killed)"
+                f"{os.path.basename(self.path)} {action} still running "
+                f"after {spec.timeout:g} s (killed)",
+                spec.describe(),
             ) from None
         except OSError as exc:
             raise base.FenceError(
-                f"{spec.describe()}: cannot run {self.path}: {exc.strerror}"
+                f"cannot run {self.path}: {exc.strerror}", spec.describe()
             ) from None
         if done.returncode == 0 or (action == "status" and done.returncode == _EXIT_OFF):
             return done.returncode
         reason = _reason(done.stderr, spec)
         message = (
-            f"{spec.describe()}: {os.path.basename(self.path)} {action} failed "
+            f"{os.path.basename(self.path)} {action} failed "
             f"(exit {done.returncode}){': ' + reason if reason else ''}"
         )
         # The fencing library's "connection timed out" (EC_TIMED_OUT) is the one failure
         # that says the device did not answer.
         if _TIMED_OUT in reason:
-            raise base.Unreachable(message)
-        raise base.FenceError(message)
+            raise base.Unreachable(message, spec.describe())
+        raise base.FenceError(message, spec.describe())
 
 
 def find_agent(agent: str) -> str | None:

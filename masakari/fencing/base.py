@@ -24,6 +24,7 @@ __all__ = [
     "PowerState",
     "Refused",
     "Unreachable",
+    "why_of",
 ]
 
 # The driver types of the fencing file.
@@ -42,8 +43,24 @@ class PowerState(enum.Enum):
 
 
 class FenceError(Exception):
-    """A driver could not do what it was asked. The message names the driver and says why,
-    without secrets; it is recorded as the attempt's answer."""
+    """A driver could not do what it was asked, and why, without secrets.
+
+    ``why`` is the reason alone; ``driver`` the entry that raised it (its
+    :meth:`DriverSpec.describe`), when a driver did. ``str()`` names the driver, then why,
+    for a message that stands alone; what already shows the driver (an attempt's row, a
+    check's, the hold reason's "<entry>: <why>") takes ``why``, so that the driver is named
+    once.
+    """
+
+    def __init__(self, why: str, driver: str | None = None) -> None:
+        super().__init__(f"{driver}: {why}" if driver else why)
+        self.why = why
+        self.driver = driver
+
+
+def why_of(exc: BaseException) -> str:
+    """An error's reason without the driver's name (for a place that shows the driver)."""
+    return exc.why if isinstance(exc, FenceError) else str(exc)
 
 
 class Unreachable(FenceError):

@@ -60,8 +60,8 @@ def power_driver(spec: base.DriverSpec) -> base.PowerDriver:
 def _need(module: str, spec: base.DriverSpec) -> None:
     if importlib.util.find_spec(module) is None:
         raise base.FenceError(
-            f"{spec.describe()}: the {spec.type} driver needs {module}: "
-            "pip install 'masakari[fencing]'"
+            f"the {spec.type} driver needs {module}: pip install 'masakari[fencing]'",
+            spec.describe(),
         )
 
 
@@ -86,9 +86,20 @@ class Check:
         return self.error is None
 
 
-def check(spec: base.DriverSpec) -> Check:
+# The states a fence can be confirmed by: a host must read Off after its power off, and a
+# driver that reads On now can tell Off from On then.
+_READABLE = (base.PowerState.ON, base.PowerState.OFF)
+
+
+def check(
+    spec: base.DriverSpec,
+    build: Callable[[base.DriverSpec], base.PowerDriver] = power_driver,
+) -> Check:
     """One power-status read through ``spec``'s driver (nothing is switched), or, for a
-    kdump entry, that its address resolves. Returns within about ``spec.timeout``."""
+    kdump entry, that its address resolves. Returns within about ``spec.timeout``.
+
+    A read that answers neither on nor off (unknown, or no state at all) fails the check:
+    the same read could never confirm the host off after a fence."""
     started = time.monotonic()
 
     def done(
@@ -108,14 +119,24 @@ def check(spec: base.DriverSpec) -> Check:
             kdump.resolve(spec.address or "")
         except (OSError, UnicodeError) as exc:
             reason = getattr(exc, "strerror", None) or type(exc).__name__
-            return done(None, None, error=f"{spec.describe()}: address does not resolve: {reason}")
+            return done(None, None, error=f"address does not resolve: {reason}")
         return done(None, None)
     try:
-        state = power_driver(spec).power_status()
+        state = build(spec).power_status()
+    # The check names its driver (Check.driver): the error says why alone.
     except base.Unreachable as exc:
-        return done(False, None, error=str(exc))
+        return done(False, None, error=exc.why)
     except base.Refused as exc:
-        return done(True, False, error=str(exc))
+        return done(True, False, error=exc.why)
     except (base.FenceError, ValueError) as exc:
-        return done(None, None, error=str(exc))
+        return done(None, None, error=base.why_of(exc))
+    if state not in _READABLE:
+        shown = getattr(state, "value", None) or repr(state)
+        return done(
+            True,
+            True,
+            state=state if isinstance(state, base.PowerState) else None,
+            error=f"power state reads {shown}, neither on nor off: a power off could not be "
+            "confirmed",
+        )
     return done(True, True, state=state)

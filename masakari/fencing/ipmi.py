@@ -39,7 +39,7 @@ class IPMIDriver:
 
     def __init__(self, spec: base.DriverSpec) -> None:
         if not spec.address:
-            raise base.FenceError(f"{spec.describe()}: no address")
+            raise base.FenceError("no address", spec.describe())
         self.spec = spec
 
     def power_off(self) -> None:
@@ -66,26 +66,27 @@ class IPMIDriver:
             )
         except _process.Expired:
             raise base.Unreachable(
-                f"{spec.describe()}: no answer to IPMI {action} within {spec.timeout:g} s"
+                f"no answer to IPMI {action} within {spec.timeout:g} s", spec.describe()
             ) from None
         answer = _answer(done.stdout)
         if answer is None:
             last = _process.redact(done.stderr, spec.password).strip().splitlines()[-1:]
             raise base.FenceError(
-                f"{spec.describe()}: IPMI {action}: the pyghmi helper failed "
-                f"(exit {done.returncode}){': ' + last[0] if last else ''}"
+                f"IPMI {action}: the pyghmi helper failed "
+                f"(exit {done.returncode}){': ' + last[0] if last else ''}",
+                spec.describe(),
             )
         if "power" in answer:
             return str(answer["power"])
         if answer.get("ok"):
             return ""
-        message = f"{spec.describe()}: IPMI {action}: {answer.get('error', 'failed')}"
+        message = f"IPMI {action}: {answer.get('error', 'failed')}"
         kind = answer.get("kind")
         if kind == "unreachable":
-            raise base.Unreachable(message)
+            raise base.Unreachable(message, spec.describe())
         if kind == "refused":
-            raise base.Refused(message)
-        raise base.FenceError(message)
+            raise base.Refused(message, spec.describe())
+        raise base.FenceError(message, spec.describe())
 
 
 def python() -> str:

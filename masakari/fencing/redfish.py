@@ -35,7 +35,7 @@ class RedfishDriver:
 
     def __init__(self, spec: base.DriverSpec) -> None:
         if not spec.address:
-            raise base.FenceError(f"{spec.describe()}: no address")
+            raise base.FenceError("no address", spec.describe())
         self.spec = spec
         self.base_url = base_url(spec.address, spec.port)
         self.verify = _verify(spec.options.get("verify", "1"))
@@ -59,33 +59,37 @@ class RedfishDriver:
             return _deadline.within(spec.timeout, lambda: self._translated(what, call))
         except _deadline.Expired:
             raise base.Unreachable(
-                f"{spec.describe()}: no answer to Redfish {what} within {spec.timeout:g} s"
+                f"no answer to Redfish {what} within {spec.timeout:g} s", spec.describe()
             ) from None
 
     def _translated(self, what: str, call: Any) -> Any:
         from sushy import exceptions as sushy_exceptions
 
-        prefix = f"{self.spec.describe()}: Redfish {what}"
+        prefix = f"Redfish {what}"
+        driver = self.spec.describe()
         try:
             return call()
         except sushy_exceptions.ConnectionError as exc:
-            raise base.Unreachable(f"{prefix}: {_connection_reason(exc)}") from None
+            raise base.Unreachable(f"{prefix}: {_connection_reason(exc)}", driver) from None
         except sushy_exceptions.AccessError as exc:
-            raise base.Refused(f"{prefix}: access denied ({_status(exc)})") from None
+            raise base.Refused(f"{prefix}: access denied ({_status(exc)})", driver) from None
         except sushy_exceptions.ResourceNotFoundError:
-            raise base.Refused(f"{prefix}: no system {self.system_path}") from None
+            raise base.Refused(f"{prefix}: no system {self.system_path}", driver) from None
         except sushy_exceptions.UnknownDefaultError:
             raise base.Refused(
-                f"{prefix}: the service has not exactly one system: set 'system'"
+                f"{prefix}: the service has not exactly one system: set 'system'",
+                driver,
             ) from None
         except sushy_exceptions.InvalidParameterValueError:
-            raise base.Refused(f"{prefix}: the system does not offer this reset type") from None
+            raise base.Refused(
+                f"{prefix}: the system does not offer this reset type", driver
+            ) from None
         except sushy_exceptions.ServerSideError as exc:
-            raise base.FenceError(f"{prefix}: the BMC failed ({_status(exc)})") from None
+            raise base.FenceError(f"{prefix}: the BMC failed ({_status(exc)})", driver) from None
         except sushy_exceptions.HTTPError as exc:
-            raise base.Refused(f"{prefix}: refused ({_status(exc)})") from None
+            raise base.Refused(f"{prefix}: refused ({_status(exc)})", driver) from None
         except sushy_exceptions.SushyError as exc:
-            raise base.FenceError(f"{prefix}: {type(exc).__name__}") from None
+            raise base.FenceError(f"{prefix}: {type(exc).__name__}", driver) from None
 
     def _power_off(self) -> None:
         from sushy import exceptions as sushy_exceptions

@@ -2,10 +2,11 @@
 
 Findings carry masakari-status's codes (0 success, 1 warning, 2 failure); a run's code is its
 worst finding's. Per segment: every host is a nova-compute service; reserved hosts are
-disabled in Nova; the segment can absorb the loss of its largest host (Placement). Once: the
-Nova account can read what recovery reads; the database, the broker and the coordination
-backend, when configured, answer; the policy file loads. With host fencing, each host's
-fencing drivers answer (masakari.ha.fence_doctor).
+disabled in Nova and, where the recovery method takes them, not down there; the segment can
+absorb the loss of its largest host (Placement). Once: the Nova account can read what
+recovery reads; the database, the broker and the coordination backend, when configured,
+answer; the policy file loads. With host fencing, each host's fencing drivers answer
+(masakari.ha.fence_doctor).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from oslo_config import cfg
 
 from masakari import exception, policy
 from masakari.compute.placement import HostCapacity, describe
+from masakari.compute.servers import Service
 from masakari.db import fencing
 from masakari.db import hosts as hosts_db
 from masakari.db import segments as segments_db
@@ -33,6 +35,8 @@ from masakari.ha import fence_doctor
 
 SUCCESS, WARNING, FAILURE = 0, 1, 2
 LABELS = {SUCCESS: "OK", WARNING: "WARNING", FAILURE: "FAILURE"}
+# The recovery methods that evacuate to a reserved host (auto_priority after auto failed).
+TAKES_SPARES = (plan.RESERVED_HOST, plan.AUTO_PRIORITY, plan.RH_PRIORITY)
 CONNECT_TIMEOUT = 3.0
 
 
@@ -168,12 +172,34 @@ def _segment(
                     name,
                 )
             )
+        if host.reserved and seg.recovery_method in TAKES_SPARES:
+            down = _spare_down(host, services[0])
+            if down is not None:
+                findings.append(Finding(WARNING, "reserved hosts", down, name))
     if not any(f.code for f in findings):
         findings.append(
             Finding(SUCCESS, "hosts", f"{len(hosts)} host(s), each a nova-compute service.", name)
         )
     findings.append(_absorbs_largest(conf, nova, placement, seg, present))
     return findings
+
+
+def _spare_down(host: Host | Row, service: Service) -> str | None:
+    """Why a reserved host could take no evacuation now, or None: its nova-compute is down
+    (forced, or not heartbeating). Disabled is what a spare should be (recovery enables it);
+    one on maintenance is no candidate anyway."""
+    if host.on_maintenance:
+        return None
+    if service.forced_down:
+        why = "forced down"
+    elif service.state == "down":
+        why = "down"
+    else:
+        return None
+    return (
+        f"Reserved host '{host.name}': its nova-compute is {why} in Nova: an evacuation to it "
+        "would fail, and the next reserved host be tried."
+    )
 
 
 def _absorbs_largest(

@@ -139,6 +139,31 @@ def test_doctor_warns_of_an_enabled_reserved_host(sim, db, conf_file, capsys):
     assert "Reserved host 'busy-spare' is enabled in Nova" in out
 
 
+@pytest.mark.parametrize("method", ["reserved_host", "auto_priority", "rh_priority", "auto"])
+def test_doctor_warns_of_a_reserved_host_whose_nova_compute_is_down(
+    sim, db, conf_file, capsys, method
+):
+    seg = _healthy(sim, db, method)
+    sim.add_service("dead-spare", status="disabled", state="down", vcpus=8)
+    add_host(db, seg, "dead-spare", reserved=True)
+    sim.add_service("fenced-spare", status="disabled", forced_down=True, vcpus=8)
+    add_host(db, seg, "fenced-spare", reserved=True)
+    sim.add_service("spare-on-maintenance", status="disabled", state="down", vcpus=8)
+    add_host(db, seg, "spare-on-maintenance", reserved=True, on_maintenance=True)
+    code, out, _ = run(capsys, conf_file(), "segment", "check", seg)
+    warned = [line for line in out.splitlines() if line.startswith("WARNING  reserved hosts")]
+    if method == "auto":  # takes no reserved host: nothing to say about them
+        assert code == 0 and warned == [], out
+        return
+    assert code == 1, out
+    assert [line.split(": ", 1)[1] for line in warned] == [
+        "Reserved host 'dead-spare': its nova-compute is down in Nova: an evacuation to it "
+        "would fail, and the next reserved host be tried.",
+        "Reserved host 'fenced-spare': its nova-compute is forced down in Nova: an evacuation "
+        "to it would fail, and the next reserved host be tried.",
+    ]
+
+
 @pytest.mark.parametrize("method", ["auto", "reserved_host"])
 def test_doctor_flags_a_segment_without_spare_capacity(sim, db, conf_file, capsys, method):
     seg = _healthy(sim, db, method)

@@ -2,12 +2,14 @@
 
 ``FenceHostTask`` runs once per notification, ahead of the host-failure flow(s) (an
 attempt of its own in recovery_workflow_details, so that the auto_priority and rh_priority
-fallbacks do not fence twice). It tries the host's drivers in the fencing file's order: a
-power driver powers the host off, then its state is read every ``confirm_interval`` until
-it reads Off, up to ``confirm_timeout``; a kdump entry passes when a crash message from the
-host's address arrived within ``kdump_max_age`` before the report (waiting up to the
-entry's ``wait``). The first success proves the host dead. When none does, the notification
-is held for an operator (:class:`~masakari.engine.errors.Held`).
+fallbacks do not fence twice). A host with drivers has its nova-compute disabled first (no
+evacuation of another failed host lands on it while it is fenced); then its drivers are
+tried in the fencing file's order: a power driver powers the host off, then its state is
+read every ``confirm_interval`` until it reads Off, up to ``confirm_timeout``; a kdump
+entry passes when a crash message from the host's address arrived within ``kdump_max_age``
+before the report (waiting up to the entry's ``wait``). The first success proves the host
+dead. When none does, the notification is held for an operator
+(:class:`~masakari.engine.errors.Held`).
 
 What was done before is read first: an engine taking the recovery over (or the periodic
 retry) does not fence a host already proven dead, and reads the state back before it sends
@@ -21,6 +23,7 @@ import logging
 from typing import NoReturn
 
 from masakari import metrics
+from masakari.compute.servers import compute_service
 from masakari.db import fencing as evidence
 from masakari.db import holds
 from masakari.engine import progress as states
@@ -31,7 +34,7 @@ from masakari.engine.fencing import FencedHost, HostFencing
 from masakari.engine.progress import FlowProgress
 from masakari.engine.recovery.flow import Store, TaskContext
 from masakari.fencing import kdump
-from masakari.fencing.base import KDUMP, DriverSpec, FenceError
+from masakari.fencing.base import KDUMP, DriverSpec, FenceError, why_of
 
 LOG = logging.getLogger(__name__)
 
@@ -96,6 +99,7 @@ def _fence(
             1.0,
         )
         return
+    _disable_first(ctx, host)
     if _read_back(ctx, fencing, fenced, prior):
         return
     since = (reported_at or ctx.run.clock.now()) - datetime.timedelta(seconds=fencing.kdump_max_age)
@@ -112,6 +116,18 @@ def _fence(
         failures.append(f"{spec.describe()}: {why}")
     metrics.fence_failed()
     _hold(ctx, holds.REASON_FENCE_FAILED + "; ".join(failures), f"Host '{host}' not proven dead")
+
+
+def _disable_first(ctx: TaskContext, host: str) -> None:
+    """Disable the host's nova-compute before its power off: while the fence confirms
+    (up to confirm_timeout per driver), Nova's scheduler would otherwise still place the
+    evacuations of another failed host, fenced sooner, on this one. The same reason and
+    the same leased effect as DisableComputeServiceTask, which sends it again (Nova's
+    disable is idempotent); the force down still waits for the proof. A held host stays
+    disabled."""
+    service = compute_service(ctx.nova.find_compute_services(host), host)
+    ctx.effects.disable_service(service.id, ctx.conf.host_failure.service_disable_reason)
+    ctx.update_details(f"Disabled compute service on host '{host}' before fencing it", 0.1)
 
 
 def _released(ctx: TaskContext, host: str, reason: str) -> None:
@@ -172,14 +188,15 @@ def _power_off(
     ctx.update_details(f"Powering off host '{host}' via {name}", 0.2)
     try:
         driver = fencing.power_driver(spec)
+    # The reasons go next to the entry's name: its error says why alone (not the name again).
     except (FenceError, ValueError) as exc:  # its library is missing, a key is unset
-        ctx.update_details(f"No driver for {name}: {exc}", 0.3)
-        return f"no driver: {exc}"
+        ctx.update_details(f"No driver for {name}: {why_of(exc)}", 0.3)
+        return f"no driver: {why_of(exc)}"
     try:
         ctx.effects.power_off(driver, host, position)
     except FenceError as exc:
-        ctx.update_details(f"Power off of '{host}' via {name} failed: {exc}", 0.3)
-        return f"power off: {exc}"
+        ctx.update_details(f"Power off of '{host}' via {name} failed: {exc.why}", 0.3)
+        return f"power off: {exc.why}"
     ctx.update_details(f"Power off of '{host}' sent via {name}: confirming", 0.5)
     off = ctx.effects.confirm_off(
         driver,
@@ -290,6 +307,6 @@ def power_on_after(run: RunContext, fenced: FencedHost) -> None:
     try:
         run.effects.power_on(fencing.power_driver(spec), host, proof.position)
     except FenceError as exc:
-        LOG.error("Host %s: power on after recovery via %s failed: %s", host, proof.driver, exc)
+        LOG.error("Host %s: power on after recovery via %s failed: %s", host, proof.driver, exc.why)
         return
     LOG.info("Host %s powered on again via %s", host, proof.driver)

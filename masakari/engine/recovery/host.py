@@ -38,6 +38,9 @@ def _service(ctx: TaskContext, host: str) -> Service:
 def disable_compute_service(ctx: TaskContext) -> None:
     """Disable nova-compute on the failed host, then give Nova time to see the host down.
 
+    With host fencing, FenceHostTask disabled it already, before the power off; disabling
+    it again here is a no-op in Nova.
+
     A host that host fencing proved dead (FenceHostTask), or, with
     [host_failure]/force_down_fenced_host, that the monitor reported fenced (host_status
     NORMAL), is forced down first and the sleep is skipped: Nova accepts the evacuation at

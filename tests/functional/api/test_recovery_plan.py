@@ -102,6 +102,29 @@ def test_readiness_at_1_5(enabled):
     )
 
 
+def test_readiness_warns_of_a_reserved_host_whose_nova_compute_is_down(enabled):
+    segment = {"name": "spares-seg", "recovery_method": "rh_priority", "service_type": "compute"}
+    r = enabled.request("POST", "/v1/segments", {"segment": segment}, version="1.2")
+    seg = r.json["segment"]["uuid"]
+    enabled.sim.add_service("compute-6")
+    enabled.request("POST", f"/v1/segments/{seg}/hosts", host_body("compute-6"))
+    enabled.sim.add_service("spare-6", status="disabled", state="down")
+    enabled.request("POST", f"/v1/segments/{seg}/hosts", host_body("spare-6", reserved=True))
+    readiness = enabled.request("GET", f"/v1/segments/{seg}/readiness", version="1.5").json[
+        "readiness"
+    ]
+    assert readiness["status"] == "warning"
+    assert [f for f in readiness["findings"] if f["check"] == "reserved hosts"] == [
+        {
+            "status": "warning",
+            "check": "reserved hosts",
+            "segment": "spares-seg",
+            "detail": "Reserved host 'spare-6': its nova-compute is down in Nova: an "
+            "evacuation to it would fail, and the next reserved host be tried.",
+        }
+    ]
+
+
 def test_readiness_absent_at_default_options(default):
     r = default.request("POST", "/v1/segments", segment_body("ready-default"), version="1.2")
     path = f"/v1/segments/{r.json['segment']['uuid']}/readiness"

@@ -4,6 +4,7 @@ them live, and masakari-engine refusing a fencing file that does not load."""
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import subprocess
@@ -18,7 +19,11 @@ from masakari.cmd import manage
 from masakari.db import fencing
 from masakari.db.database import Database
 from masakari.db.models import FenceCheck
+from masakari.engine.fence_checks import FenceChecker
 from masakari.engine.fencing import HostFencing
+from masakari.fencing import drivers
+from masakari.fencing.base import DriverSpec, PowerState
+from masakari.ha import fence_doctor
 from tests.functional.engine.conftest import (
     add_host,
     add_segment,
@@ -26,6 +31,7 @@ from tests.functional.engine.conftest import (
     wait_for,
     write_engine_conf,
 )
+from tests.support.clock import FakeClock
 from tests.support.ipmi_bmc import FakeBMC
 
 USER, PASSWORD = "admin", "s3cret-bmc-pw"
@@ -135,3 +141,56 @@ def test_masakari_engine_refuses_a_fencing_file_that_does_not_load(tmp_path: Pat
     )
     assert done.returncode == 1
     assert f"fencing file {path}" in done.stderr and "hosts['compute-1'][0]" in done.stderr
+
+
+class ReadsAs:
+    """A power driver whose status read answers ``state`` (a BMC in a state the driver
+    cannot map, or a driver that returns nothing)."""
+
+    def __init__(self, spec: DriverSpec, state: Any) -> None:
+        self.spec, self.state = spec, state
+
+    def power_status(self) -> Any:
+        return self.state
+
+
+def test_a_power_state_neither_on_nor_off_fails_the_hosts_check(db: Database, sim: Any) -> None:
+    answers = {"192.0.2.1": PowerState.ON, "192.0.2.2": PowerState.UNKNOWN, "192.0.2.3": None}
+    specs = {f"compute-{i}": [DriverSpec("ipmi", address=a)] for i, a in enumerate(answers, 1)}
+
+    def build(spec: DriverSpec) -> Any:
+        return ReadsAs(spec, answers[spec.address or ""])
+
+    class Plan:
+        def drivers_for(self, host_name: str, *_: Any) -> list[DriverSpec]:
+            return specs[host_name]
+
+    host_fencing = HostFencing(
+        plan=Plan(),
+        power_driver=build,
+        check=functools.partial(drivers.check, build=build),
+    )
+    clock = FakeClock()
+    checker = FenceChecker(db, host_fencing, clock, "engine-a")
+    found = checker.check_hosts([(name, "seg", "seg") for name in specs])
+    assert {name: [c.result for c in rows] for name, rows in found.items()} == {
+        "compute-1": ["ok"],
+        "compute-2": ["failed"],
+        "compute-3": ["failed"],
+    }
+    checks = [c for rows in found.values() for c in rows]
+    findings = fence_doctor.findings(make_conf(sim), checks, "seg", list(specs), clock.now())
+    assert findings[0] == (0, "fencing", "1 host(s) with a fencing driver that answers.")
+    assert findings[1:] == [
+        (
+            2,
+            "fencing",
+            f"Host '{name}': no fencing driver answers (ipmi {address}: failed (power state "
+            f"reads {shown}, neither on nor off: a power off could not be confirmed)): its "
+            "failure would be held.",
+        )
+        for name, address, shown in (
+            ("compute-2", "192.0.2.2", "unknown"),
+            ("compute-3", "192.0.2.3", "None"),
+        )
+    ]

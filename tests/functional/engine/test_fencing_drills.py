@@ -54,6 +54,8 @@ USER, PASSWORD = "admin", "s3cret-bmc-pw"
 DEAD_TIMEOUT = 1.5
 LIVE_TIMEOUT = 10.0
 CONFIRM_TIMEOUT = 1.5
+# What the fence step asks of Nova before the power off ([host_failure]'s default reason).
+DISABLE = {"status": "disabled", "disabled_reason": "Masakari detected host failed."}
 FENCING = {
     "fencing.confirm_interval": 0.2,
     "fencing.confirm_timeout": CONFIRM_TIMEOUT,
@@ -235,7 +237,13 @@ def test_a_bmc_that_still_reads_on_is_held_until_released(
     assert reason == f"power fencing failed: ipmi 127.0.0.1:{bmc.port}: not off within 1.5 s"
     assert status_of(server_db, nid) == "new"
     assert bmc.power == "on" and sent(bmc)[:2] == ["off", "status"]
-    assert mutations(sim) == []  # nothing asked of Nova: no force down, no evacuation
+    # Nova was asked to disable the host before its power off, nothing more: no force
+    # down, no evacuation; held, the host stays disabled
+    assert [c.body for c in mutations(sim)] == [DISABLE]
+    assert (sim.service("compute-1")["status"], sim.service("compute-1")["forced_down"]) == (
+        "disabled",
+        False,
+    )
     assert attempts(server_db, nid) == [(0, "off", "done"), (0, "status", "timeout")]
     [(_, state, messages)] = fence_task(server_db, nid)
     assert state == "FAILURE" and messages[-1] == f"Held for an operator: {reason}"
@@ -279,16 +287,20 @@ def test_an_unreachable_bmc_is_held_and_so_is_a_host_without_driver(
     other = notify(server_db, bare, "COMPUTE_HOST", HOST_DOWN)
     reason = wait_for(lambda: held(server_db, nid), 30, "the unreachable host is held")
     assert reason.startswith(f"power fencing failed: ipmi 127.0.0.1:{bmc.port}: power off: ")
+    assert reason.count("127.0.0.1") == 1  # the driver's own error does not name it again
     assert attempts(server_db, nid) == [(0, "off", "unreachable")]
     assert wait_for(lambda: held(server_db, other), 30, "the host without driver is held") == (
         "no power fencing configured"
     )
     assert attempts(server_db, other) == []
-    assert mutations(sim) == []
+    # compute-1 disabled before its power off was tried; compute-2, without driver, untouched
+    assert [(c.path, c.body) for c in mutations(sim)] == [
+        (f"/os-services/{sim.service('compute-1')['id']}", DISABLE)
+    ]
 
     notifications_api.cancel(server_db, other)
     assert status_of(server_db, other) == "ignored"
-    assert mutations(sim) == []
+    assert len(mutations(sim)) == 1
 
 
 def test_the_second_driver_fences_when_the_first_fails(
@@ -330,11 +342,84 @@ def test_the_second_driver_fences_when_the_first_fails(
     confirmed = (proof.started_at + datetime.timedelta(seconds=proof.duration or 0)).replace(
         tzinfo=datetime.UTC
     )
-    # Nova heard of the failure only once the host read off: force down, then evacuations.
-    force_down, *rest = mutations(sim)
+    # Nova was told to disable the host before its power off, to force it down only once
+    # it read off, then evacuations.
+    disable, force_down, *rest = mutations(sim)
+    assert (
+        disable.body == DISABLE
+        and disable.time <= proof.started_at.replace(tzinfo=datetime.UTC).timestamp()
+    )
     assert force_down.method == "PUT" and force_down.body == {"forced_down": True}
     assert force_down.time >= confirmed.timestamp() - 0.01
     assert min(c.time for c in evacuations(sim)) >= force_down.time
+
+
+def service_changes(sim: NovaSimulator, host: str) -> list[Any]:
+    path = f"/os-services/{sim.service(host)['id']}"
+    return [c for c in mutations(sim) if c.path == path]
+
+
+def confirmed_off(db: Database, nid: str) -> tuple[float, float]:
+    """When the power off that proved the host dead was sent, and when it read off."""
+    with db.reader() as s:
+        rows = {
+            (r.action, r.result): r
+            for r in s.scalars(sa.select(FenceAttempt).where(FenceAttempt.notification_uuid == nid))
+        }
+    off, proof = rows[("off", "done")], rows[("status", "off")]
+    end = proof.started_at + datetime.timedelta(seconds=proof.duration or 0)
+    return (
+        off.started_at.replace(tzinfo=datetime.UTC).timestamp(),
+        end.replace(tzinfo=datetime.UTC).timestamp(),
+    )
+
+
+def test_two_hosts_failed_at_once_receive_none_of_each_others_instances(
+    server_db: Database, sim: NovaSimulator, bmcs: Any, engines: Any, tmp_path: Path
+) -> None:
+    fast = bmcs()
+    slow = bmcs(stuck=True)  # accepts the off; reads On until the test powers it off
+    sim.tie_power("compute-1", fast)
+    sim.tie_power("compute-2", slow)
+    segment = add_segment(server_db)
+    first, first_servers = failed_host(server_db, sim, segment, "compute-1")
+    second, second_servers = failed_host(server_db, sim, segment, "compute-2")
+    # Last: Nova's scheduler (the simulator's) takes the first usable host, and a failed
+    # host not yet disabled (compute-2, still up while its fence confirms) comes before it.
+    sim.add_service("spare-1")
+    config = fencing_file(tmp_path, {"compute-1": [ipmi(fast)], "compute-2": [ipmi(slow)]})
+    engines("engine-a", config, **{"fencing.confirm_timeout": 60})
+
+    slow_nid = notify(server_db, second, "COMPUTE_HOST", HOST_DOWN)
+    wait_for(lambda: "status" in sent(slow), 30, "compute-2 is powered off, not yet read off")
+    fast_nid = notify(server_db, first, "COMPUTE_HOST", HOST_DOWN)
+    assert wait_status(server_db, fast_nid) == "finished"
+    # compute-1's instances went to the spare while compute-2 was still being fenced
+    for vm in first_servers:
+        assert sim.server(vm)["OS-EXT-SRV-ATTR:host"] == "spare-1", vm
+    assert status_of(server_db, slow_nid) == "running"
+
+    slow.power = "off"  # compute-2 reads off at last
+    assert wait_status(server_db, slow_nid, timeout=60) == "finished"
+
+    assert_evacuated_once(sim, first_servers, "compute-1")
+    assert_evacuated_once(sim, second_servers, "compute-2")
+    assert {sim.server(vm)["OS-EXT-SRV-ATTR:host"] for vm in first_servers + second_servers} == {
+        "spare-1"
+    }
+    # compute-2 in Nova's order: disabled before its power off, forced down once it read
+    # off, then its evacuations (the flow's own disable after the force down changes nothing)
+    off_sent, read_off = confirmed_off(server_db, slow_nid)
+    disable, force_down, *again = service_changes(sim, "compute-2")
+    assert disable.body["status"] == "disabled" and disable.time <= off_sent
+    assert force_down.body == {"forced_down": True} and force_down.time >= read_off - 0.01
+    assert [c.body["status"] for c in again] == ["disabled"]
+    ours = [
+        c for c in evacuations(sim) if c.path in {f"/servers/{v}/action" for v in second_servers}
+    ]
+    assert min(c.time for c in ours) >= force_down.time
+    service = sim.service("compute-2")
+    assert (service["status"], service["forced_down"]) == ("disabled", True)
 
 
 def test_a_kdump_message_proves_the_crash_without_a_power_off(
@@ -390,7 +475,7 @@ def test_an_engine_killed_between_fence_and_evacuations(
     sim.add_service("compute-2")
     config = fencing_file(tmp_path, {"compute-1": [ipmi(bmc)]})
     # Engine A's force down hangs in Nova: A is killed there, after the fence.
-    sim.slow(30, method="PUT", path="/os-services/{id}", times=1)
+    sim.slow(30, method="PUT", path="/os-services/{id}", action="forced_down", times=1)
     conf_file = tmp_path / "engine-a.conf"
     url = server_db.engine.url.render_as_string(hide_password=False)
     write_engine_conf(conf_file, sim, url, user="engine-a", wait_period_after_service_update=180)
@@ -403,7 +488,12 @@ def test_an_engine_killed_between_fence_and_evacuations(
     try:
         nid = notify(server_db, host, "COMPUTE_HOST", HOST_DOWN)
         wait_for(
-            lambda: any(c.method == "PUT" for c in sim.calls_by("engine-a")), 60, "A forces down"
+            lambda: any(
+                c.method == "PUT" and c.body == {"forced_down": True}
+                for c in sim.calls_by("engine-a")
+            ),
+            60,
+            "A forces down",
         )
     finally:
         _stop(engine_a)

@@ -24,7 +24,9 @@ from masakari.engine.fencing import FencedHost, HostFencing
 from masakari.engine.lease import LeaseLost
 from masakari.engine.recovery import fence, host
 from masakari.engine.recovery.flow import Store, TaskContext
+from masakari.fencing import drivers
 from masakari.fencing.base import DriverSpec, FenceError, PowerState, Refused, Unreachable
+from tests.fakes.nova import NovaSimulator
 from tests.functional.engine.runs.conftest import make_run, task_rows
 
 HOST = "compute-1"
@@ -68,6 +70,12 @@ class Plan:
         self, host_name: str, segment_name: str | None = None, segment_uuid: str | None = None
     ) -> list[DriverSpec] | None:
         return self.specs.get(host_name)
+
+
+@pytest.fixture(autouse=True)
+def compute(sim: NovaSimulator) -> None:
+    """The failed host's nova-compute: the fence step disables it before the power off."""
+    sim.add_service(HOST)
 
 
 def fencing_for(
@@ -118,6 +126,31 @@ def test_off_then_status_until_off_proves_the_host_dead(db, nova, clock):
     assert not any("s3cret" in t for t in texts)
 
 
+def test_nova_compute_is_disabled_before_the_power_off_and_stays_so_when_held(db, sim, nova, clock):
+    seen: list[tuple[str, bool]] = []
+
+    class Watched(ScriptedBMC):
+        def power_off(self) -> None:
+            service = sim.service(HOST)
+            seen.append((service["status"], service["forced_down"]))
+            super().power_off()
+
+    run = make_run(db, nova, clock)
+    stuck = Watched(IPMI, states=(PowerState.ON,))
+    with pytest.raises(Held):
+        step(run, fencing_for([stuck]))
+    # Nova's scheduler sent nothing more to the host while it was fenced; not forced down
+    # (no proof), and still disabled now that it is held.
+    assert seen == [("disabled", False)]
+    service = sim.service(HOST)
+    assert (service["status"], service["forced_down"]) == ("disabled", False)
+    assert service["disabled_reason"] == run.conf.host_failure.service_disable_reason
+    puts = [c.body for c in sim.calls if c.method == "PUT"]
+    assert puts == [
+        {"status": "disabled", "disabled_reason": run.conf.host_failure.service_disable_reason}
+    ]
+
+
 def test_the_second_driver_is_tried_when_the_first_fails(db, nova, clock):
     run = make_run(db, nova, clock)
     first = ScriptedBMC(IPMI, off_error=Unreachable("ipmi 192.0.2.1:623: no answer in 10 s"))
@@ -160,6 +193,25 @@ def test_a_host_that_never_reads_off_is_held_and_the_claim_given_up(db, nova, cl
     # nothing more is done under the given-up claim
     with pytest.raises(LeaseLost):
         run.effects.record_failure("late")
+
+
+def test_the_hold_reason_names_each_driver_once(db, nova, clock):
+    run = make_run(db, nova, clock)
+    # The real drivers: their errors say which entry failed, as the reason does already.
+    failing_agent = DriverSpec("agent", address="192.0.2.3", options={"agent": "/bin/false"})
+    no_address = DriverSpec("ipmi", name="bmc-a")
+    fencing = HostFencing(
+        plan=Plan({HOST: [failing_agent, no_address]}), power_driver=drivers.power_driver
+    )
+    with pytest.raises(Held):
+        step(run, fencing)
+    nid = run.notification_uuid
+    with db.reader() as s:
+        reason = holds.reasons(s, [nid])[nid]
+    assert reason == (
+        "power fencing failed: agent 192.0.2.3: power off: false off failed (exit 1); "
+        "bmc-a: ipmi: no driver: no address"
+    )
 
 
 def test_kdump_message_proves_the_crash_without_a_power_off(db, nova, clock):
@@ -275,13 +327,14 @@ def test_a_host_without_drivers(db, nova, clock, unfenced):
     assert state == "SUCCESS" and "recovering on the monitor's report" in details[-1][1]
 
 
-def test_a_lost_lease_sends_nothing(db, nova, clock):
+def test_a_lost_lease_sends_nothing(db, sim, nova, clock):
     run = make_run(db, nova, clock)
     bmc = ScriptedBMC(IPMI)
     run.lease.lose()
     with pytest.raises(LeaseLost):
         step(run, fencing_for([bmc]))
     assert bmc.calls == []
+    assert [c for c in sim.calls if c.method == "PUT"] == []
     assert attempts(db, run.notification_uuid) == []
 
 
@@ -299,7 +352,6 @@ def test_power_on_after_recovery_once_through_the_driver_that_powered_off(db, no
 
 
 def test_a_fenced_host_is_forced_down_without_the_wait(db, sim, nova, clock):
-    sim.add_service(HOST)
     run = make_run(db, nova, clock, wait_period_after_service_update=180)
     store = Store(run.notification_uuid, host_name=HOST, host_status="UNKNOWN", host_fenced=True)
 
