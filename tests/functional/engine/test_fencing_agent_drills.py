@@ -50,6 +50,19 @@ def agent_entry(bmc: FakeBMC) -> dict[str, Any]:
     }
 
 
+def one_failed_host(
+    db: Database,
+    sim: NovaSimulator,
+    bmcs: Any,  # noqa: F811
+) -> tuple[FakeBMC, str, list[str]]:
+    """compute-1 failed, its power tied to a fake BMC; compute-2 takes its instances."""
+    bmc = bmcs()
+    sim.tie_power("compute-1", bmc)
+    host, servers = failed_host(db, sim, add_segment(db), "compute-1")
+    sim.add_service("compute-2")
+    return bmc, host, servers
+
+
 def test_fence_ipmilan_fences_the_host_before_its_evacuations(
     request: pytest.FixtureRequest,
     server_db: Database,
@@ -60,11 +73,7 @@ def test_fence_ipmilan_fences_the_host_before_its_evacuations(
 ) -> None:
     require_file(request, "/usr/bin/ipmitool", "ipmitool")
     require_file(request, "/usr/sbin/fence_ipmilan", "fence-agents")
-    bmc = bmcs()
-    sim.tie_power("compute-1", bmc)
-    segment = add_segment(server_db)
-    host, servers = failed_host(server_db, sim, segment, "compute-1")
-    sim.add_service("compute-2")
+    bmc, host, servers = one_failed_host(server_db, sim, bmcs)
     engines("engine-a", fencing_file(tmp_path, {"compute-1": [agent_entry(bmc)]}))
 
     nid = notify(server_db, host, "COMPUTE_HOST", HOST_DOWN)
@@ -85,11 +94,7 @@ def test_the_host_is_powered_on_again_after_its_recovery_and_stays_out_of_schedu
     engines: Any,  # noqa: F811
     tmp_path: Path,
 ) -> None:
-    bmc = bmcs()
-    sim.tie_power("compute-1", bmc)
-    segment = add_segment(server_db)
-    host, servers = failed_host(server_db, sim, segment, "compute-1")
-    sim.add_service("compute-2")
+    bmc, host, servers = one_failed_host(server_db, sim, bmcs)
     config = fencing_file(tmp_path, {"compute-1": [ipmi(bmc)]})
     engines("engine-a", config, **{"fencing.power_on_after_recovery": True})
 
