@@ -134,18 +134,20 @@ class Detector:
         if self._blind is not None:
             LOG.warning("Failure detector sees again (it was blind: %s)", self._blind)
             self._blind = None
-        detection_metrics.polled(None)
         down = sum(1 for h in seen if h.down)
         detection_metrics.hosts(len(seen) - down, down, unreadable)
         outcome = self._gates.judge(seen, self.clock.now())
         detection_metrics.gates(outcome.active, len(outcome.deferred))
+        blind: str | None = None
         try:
             self._act(outcome)
         except LeaseLost:
             LOG.warning("Failure detector: lease lost during a poll; its reports stop here")
         except database.DB_ERRORS as exc:
             LOG.error("Failure detector: the database refused a report: %s", exc)
-            detection_metrics.polled("database")
+            blind = "database"
+        # Counted once, as what it turned out to be.
+        detection_metrics.polled(blind)
 
     def _look(self) -> tuple[list[Seen], int]:
         """The hosts in service as Nova sees them now, and how many could not be judged."""

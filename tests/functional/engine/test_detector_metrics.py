@@ -37,13 +37,16 @@ class GivenLease:
     def current(self) -> Lease | None:
         return self.held
 
+    def fence(self, session: Any) -> None:
+        """A report's transaction holds the lease: here it always does."""
+
 
 class Cuttable:
     """The test's database, until the test cuts it: then every session fails as a cut
     connection does."""
 
     def __init__(self, db: Database) -> None:
-        self.db, self.cut = db, False
+        self.db, self.cut, self.cut_writes = db, False, False
 
     @contextlib.contextmanager
     def reader(self) -> Iterator[Any]:
@@ -51,6 +54,16 @@ class Cuttable:
             raise sa.exc.OperationalError("SELECT 1", {}, Exception("connection refused"))
         with self.db.reader() as session:
             yield session
+
+    @contextlib.contextmanager
+    def writer(self) -> Iterator[Any]:
+        if self.cut or self.cut_writes:
+            raise sa.exc.OperationalError("INSERT", {}, Exception("connection refused"))
+        with self.db.writer() as session:
+            yield session
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.db, name)
 
 
 def sample(name: str, **labels: str) -> float | None:
@@ -107,3 +120,27 @@ def test_a_database_cut_then_a_lost_lease_leave_no_earlier_numbers(db: Database)
     database.cut = False
     detector.poll()
     assert shown() == {"leader": 0.0, "blind_database": 1.0, **NOTHING}
+
+
+def polls(result: str) -> float:
+    return sample("masakari_detection_polls_total", result=result) or 0.0
+
+
+def test_a_poll_whose_report_the_database_refuses_is_counted_once_as_blind(db: Database) -> None:
+    rows.segment_with_hosts(db, *HOSTS)
+    clock = FakeClock()
+    sim = NovaSimulator(clock=clock, service_down_time=1.0)
+    for host in HOSTS:
+        sim.add_service(host)
+    conf = masakari_conf.for_tests(
+        **{"detection.enabled": True, "detection.grace_period": 1.0, "detection.cliff_percent": 100}
+    )
+    database = Cuttable(db)
+    detector = Detector(conf, database, sim.client(), GivenLease(clock), lambda: None, clock)  # type: ignore[arg-type]
+    detector.poll()
+    sim.stale(HOSTS[0], 100)
+    database.cut_writes = True  # the hosts are read; the report of compute-0 is refused
+    ok, blind = polls("ok"), polls("blind")
+    detector.poll()
+    assert (polls("ok") - ok, polls("blind") - blind) == (0.0, 1.0)
+    assert shown()["blind_database"] == 1.0
