@@ -54,8 +54,12 @@ class EvidenceChanges:
         """
         uuid = self.notification_uuid
 
+        def judged(session: orm.Session) -> None:
+            evidence_db.judging(session, uuid)
+            evidence_db.add(session, uuid, items)
+
         def judged_on_less(session: orm.Session) -> None:
             if reports_seen is not None and evidence_db.reports(session, uuid) > reports_seen:
                 holds.judge_again(session, uuid)
 
-        self._hold(reason, lambda session: evidence_db.add(session, uuid, items), judged_on_less)
+        self._hold(reason, judged, judged_on_less)

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 from oslo_config import cfg
 
 from masakari import conf as masakari_conf
@@ -284,3 +285,81 @@ def test_the_watched_hosts_say_when_their_last_failure_report_was_generated(db) 
         ("compute-1", False, NOW),
         ("compute-2", False, None),
     ]
+
+
+# --- a report kept and a verdict's hold written at the same time ------------------------------
+
+VERDICT_HOLD = holds.VERDICT_PREFIX + "monitor: no monitor's report of the failure within 0 s"
+
+
+def _running_detected_failure(db: Database) -> str:
+    row, _ = notifications.record(db, detector_report("compute-1"), Rules(evidence=True))
+    with db.writer() as s:
+        s.execute(
+            sa.update(Notification)
+            .where(Notification.notification_uuid == row.notification_uuid)
+            .values(status="running")
+        )
+    return row.notification_uuid
+
+
+def _in_thread(fn: Any) -> tuple[threading.Thread, list[Any]]:
+    outcome: list[Any] = []
+
+    def run() -> None:
+        try:
+            outcome.append(fn())
+        except Exception as exc:  # noqa: BLE001 - the test reads what it raised
+            outcome.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, outcome
+
+
+def test_a_report_kept_while_the_verdict_holds_waits_for_the_hold_and_ends_it(db) -> None:
+    nid = _running_detected_failure(db)
+    with db.writer() as s:
+        # The engine's hold, up to its commit (as Effects.hold_unconfirmed writes it).
+        evidence.judging(s, nid)
+        holds.hold_again(s, nid, VERDICT_HOLD)
+        s.flush()
+        report, outcome = _in_thread(
+            lambda: notifications.record(db, monitor_report("compute-1"), Rules(evidence=True))
+        )
+        report.join(1.0)
+        assert report.is_alive(), "the report waits for the verdict's transaction"
+    report.join(30)
+    assert isinstance(outcome[0], notifications.DuplicateJudgedAgain), outcome
+    with db.reader() as s:
+        assert holds.reasons(s, [nid]) == {}
+        assert holds.released_hold(s, nid) is None, "judged again, no operator's release"
+
+
+def test_a_verdict_hold_written_while_a_report_is_kept_sees_it_and_ends_itself(db) -> None:
+    from masakari.engine.effects import Effects
+    from masakari.engine.lease import Lease
+    from tests.support import rows
+
+    nid = _running_detected_failure(db)
+    rows.claim(db, nid, owner="engine-a")
+    clock = FakeClock(start=NOW)
+    effects = Effects(db, None, clock, Lease("engine-a", 1, clock, 1e9, clock.monotonic()), nid)  # type: ignore[arg-type]
+    with db.writer() as s:
+        # The intake's duplicate, up to its commit (as notifications.record writes it).
+        evidence.judging(s, nid)
+        evidence.add(s, nid, [evidence.Evidence("report", "monitor", True, "", NOW, "NORMAL")])
+        assert holds.judge_again(s, nid) is False, "no hold yet"
+        s.flush()
+        # The verdict judged on the detector's report alone (1), and holds.
+        hold, outcome = _in_thread(lambda: effects.hold_unconfirmed(VERDICT_HOLD, [], 1))
+        hold.join(1.0)
+        assert hold.is_alive(), "the hold waits for the report's transaction"
+    hold.join(30)
+    assert outcome == [None]
+    with db.reader() as s:
+        assert holds.reasons(s, [nid]) == {}, "the hold saw the report and ended"
+        assert (
+            s.scalar(sa.select(Notification.status).where(Notification.notification_uuid == nid))
+            == "new"
+        )
