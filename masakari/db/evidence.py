@@ -15,7 +15,7 @@ from collections.abc import Iterable
 import sqlalchemy as sa
 from sqlalchemy import orm
 
-from masakari.db.models import FailureEvidence, Notification
+from masakari.db.models import FailureEvidence
 
 # The kinds of evidence.
 REPORT = "report"
@@ -61,22 +61,12 @@ def add(session: orm.Session, notification_uuid: str, items: Iterable[Evidence])
     session.flush()
 
 
-def judging(session: orm.Session, notification_uuid: str) -> None:
-    """Lock the notification's row for the rest of the transaction, before a report is kept
-    as its evidence or a verdict holds it: the two are written one after the other, and the
-    later one sees the earlier (the report ends the hold, or the hold sees the report)."""
-    session.execute(
-        sa.select(Notification.id)
-        .where(Notification.notification_uuid == notification_uuid)
-        .with_for_update()
-    )
-
-
 def reports(session: orm.Session, notification_uuid: str) -> int:
     """How many reports of the failure the notification has (its own and duplicates').
 
     A locking read: under MariaDB's repeatable read it sees what committed since the
-    transaction's first read (a report kept while :func:`judging` made us wait).
+    transaction's first read (a report kept while the notification's lock,
+    :func:`masakari.db.notifications.lock`, made us wait).
     """
     ids = session.scalars(
         sa.select(FailureEvidence.id)

@@ -72,6 +72,18 @@ def read(session: orm.Session, notification_uuid: str) -> Row:
     return row
 
 
+def lock(session: orm.Session, notification_uuid: str) -> None:
+    """Lock the notification's row for the rest of the transaction. Taken first by an
+    engine's hold and by a report kept as the notification's evidence: the two are written
+    one after the other, and the later sees the earlier (the report ends a verdict's hold,
+    or the hold sees the report)."""
+    session.execute(
+        sa.select(Notification.id)
+        .where(Notification.notification_uuid == notification_uuid)
+        .with_for_update()
+    )
+
+
 def get(session: orm.Session, notification_uuid: str) -> Notification:
     row = session.scalar(
         sa.select(Notification).where(

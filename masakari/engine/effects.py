@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 from sqlalchemy import orm
 
 from masakari import exception, metrics
-from masakari.db import claims, failures, holds, instances, progress, vmoves
+from masakari.db import claims, failures, holds, instances, notifications, progress, vmoves
 from masakari.db import statuses as st
 from masakari.db.database import Database, read, transaction
 from masakari.db.hosts import RecoveryHost
@@ -92,22 +92,16 @@ class Effects(NovaChanges, SlotChanges, HostChanges, FenceChanges, EvidenceChang
     def _read(self, fn: Callable[[orm.Session], T]) -> T:
         return read(self._db, fn, retry_while=self.lease.check)
 
-    def _hold(
-        self,
-        reason: str,
-        also: Callable[[orm.Session], None],
-        then: Callable[[orm.Session], object] | None = None,
-    ) -> None:
+    def _hold(self, reason: str, also: Callable[[orm.Session], None]) -> None:
         """Hold the notification for an operator and give the claim up, in one fenced
-        transaction with ``also``'s writes (and ``then``'s, once the hold is written): no
-        engine ever sees it new and unheld, and the run must end then (raise
+        transaction with ``also``'s writes (made once the hold is written): no engine ever
+        sees it new and unheld, and the run must end then (raise
         :class:`~masakari.engine.errors.Held`)."""
 
         def held(session: orm.Session) -> None:
-            also(session)
+            notifications.lock(session, self.notification_uuid)
             holds.hold_again(session, self.notification_uuid, reason)
-            if then is not None:
-                then(session)
+            also(session)
             if not claims.give_up(
                 session, self.notification_uuid, self.lease.owner, self.lease.token
             ):

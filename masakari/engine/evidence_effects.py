@@ -25,12 +25,7 @@ class EvidenceChanges:
     def _read(self, fn: Callable[[orm.Session], T]) -> T:
         raise NotImplementedError
 
-    def _hold(
-        self,
-        reason: str,
-        also: Callable[[orm.Session], None],
-        then: Callable[[orm.Session], object] | None = None,
-    ) -> None:
+    def _hold(self, reason: str, also: Callable[[orm.Session], None]) -> None:
         raise NotImplementedError
 
     def evidence(self) -> list[evidence_db.Evidence]:
@@ -54,12 +49,9 @@ class EvidenceChanges:
         """
         uuid = self.notification_uuid
 
-        def judged(session: orm.Session) -> None:
-            evidence_db.judging(session, uuid)
+        def with_evidence(session: orm.Session) -> None:
             evidence_db.add(session, uuid, items)
-
-        def judged_on_less(session: orm.Session) -> None:
             if reports_seen is not None and evidence_db.reports(session, uuid) > reports_seen:
                 holds.judge_again(session, uuid)
 
-        self._hold(reason, judged, judged_on_less)
+        self._hold(reason, with_evidence)

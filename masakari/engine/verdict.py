@@ -49,7 +49,7 @@ from masakari.engine.context import RunContext
 from masakari.engine.errors import Held
 from masakari.engine.fencing import FencedHost
 from masakari.engine.recovery.payloads import HostPayload
-from masakari.fencing.base import KDUMP
+from masakari.fencing.base import KDUMP, DriverSpec
 from masakari.metrics import detection as detection_metrics
 
 LOG = logging.getLogger(__name__)
@@ -207,7 +207,7 @@ def _confirmed_before(run: RunContext, host: RecoveryHost, verdict: ev.Evidence)
     when this engine cannot fence the host and nothing proved it off yet."""
     if verdict.value != ON_FENCE:
         return verdict.value or UNKNOWN
-    if _fence_view(run, host).can_fence or any(a.proves_dead for a in run.effects.fence_attempts()):
+    if _drivers(run, host) or any(a.proves_dead for a in run.effects.fence_attempts()):
         return UNKNOWN
     reason = (
         f"{verdict.source}: confirmed on condition of host fencing, which engine "
@@ -251,9 +251,7 @@ def _fence_view(run: RunContext, host: RecoveryHost) -> FenceView:
     received since the report, and whether the host can be fenced at all."""
     if run.fencing is None:
         return FenceView()
-    specs = run.fencing.drivers_for(
-        FencedHost(host.name, host.segment_name, host.failover_segment_id)
-    )
+    specs = _drivers(run, host)
     proof, power_on = None, False
     for attempt in run.effects.fence_attempts():
         if attempt.action == fence_db.RELEASE:
@@ -270,6 +268,15 @@ def _fence_view(run: RunContext, host: RecoveryHost) -> FenceView:
             if crashed is not None:
                 proof = f"{spec.describe()}: kdump message at {crashed}"
     return FenceView(proof=proof, power_on=power_on, can_fence=bool(specs))
+
+
+def _drivers(run: RunContext, host: RecoveryHost) -> list[DriverSpec]:
+    """The host's fencing entries on this engine ([fencing]); none without host fencing."""
+    if run.fencing is None:
+        return []
+    return run.fencing.drivers_for(
+        FencedHost(host.name, host.segment_name, host.failover_segment_id)
+    )
 
 
 def _nova(run: RunContext, host_name: str) -> tuple[bool | None, ev.Evidence]:

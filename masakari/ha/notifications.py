@@ -207,7 +207,7 @@ def _record(
         other = Report.of(data["type"], stored)
         if rules.evidence and report.is_failure and other.source != report.source:
             kept = [_report_evidence(report, generated_time), *evidence]
-            evidence_db.judging(session, notification_uuid)
+            notifications_db.lock(session, notification_uuid)
             evidence_db.add(session, notification_uuid, kept)
             # With the evidence it was waiting for, in the same transaction: a verdict that
             # held the failure judges it again (an engine may hold it again).

@@ -16,6 +16,7 @@ from oslo_config import cfg
 from masakari import conf as masakari_conf
 from masakari import exception
 from masakari.db import detector_lease, evidence, holds, migration, queue, watch
+from masakari.db import notifications as notifications_db
 from masakari.db.database import Database
 from masakari.db.models import DetectorLease as DetectorLeaseRow
 from masakari.db.models import FailureEvidence, Notification
@@ -321,7 +322,7 @@ def test_a_report_kept_while_the_verdict_holds_waits_for_the_hold_and_ends_it(db
     nid = _running_detected_failure(db)
     with db.writer() as s:
         # The engine's hold, up to its commit (as Effects.hold_unconfirmed writes it).
-        evidence.judging(s, nid)
+        notifications_db.lock(s, nid)
         holds.hold_again(s, nid, VERDICT_HOLD)
         s.flush()
         report, outcome = _in_thread(
@@ -347,7 +348,7 @@ def test_a_verdict_hold_written_while_a_report_is_kept_sees_it_and_ends_itself(d
     effects = Effects(db, None, clock, Lease("engine-a", 1, clock, 1e9, clock.monotonic()), nid)  # type: ignore[arg-type]
     with db.writer() as s:
         # The intake's duplicate, up to its commit (as notifications.record writes it).
-        evidence.judging(s, nid)
+        notifications_db.lock(s, nid)
         evidence.add(s, nid, [evidence.Evidence("report", "monitor", True, "", NOW, "NORMAL")])
         assert holds.judge_again(s, nid) is False, "no hold yet"
         s.flush()
