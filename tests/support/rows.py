@@ -21,10 +21,19 @@ import json
 import uuid
 from typing import Any, TypeVar
 
+import sqlalchemy as sa
 from sqlalchemy import orm
 
 from masakari.db.database import Database
-from masakari.db.models import Base, Host, Notification, NotificationClaim, RecoveryTask, Segment
+from masakari.db.models import (
+    Base,
+    FenceAttempt,
+    Host,
+    Notification,
+    NotificationClaim,
+    RecoveryTask,
+    Segment,
+)
 
 T0 = datetime.datetime(2026, 1, 1, 12, 0, 0)
 LATER = T0 + datetime.timedelta(minutes=1)
@@ -181,6 +190,17 @@ def host_row(db: Database, host_uuid: str) -> Host:
 def status_of(db: Database, notification_uuid: str) -> str:
     with db.reader() as s:
         return s.query(Notification).filter_by(notification_uuid=notification_uuid).one().status
+
+
+def fence_attempts(db: Database, nid: str) -> list[tuple[int, str, str]]:
+    """A notification's host fencing attempts, in order: (position, action, result)."""
+    with db.reader() as s:
+        rows = s.scalars(
+            sa.select(FenceAttempt)
+            .where(FenceAttempt.notification_uuid == nid)
+            .order_by(FenceAttempt.id)
+        )
+        return [(r.position, r.action, r.result) for r in rows]
 
 
 def task_rows(db: Database, nid: str) -> list[tuple[int, str, str, float, list[tuple[str, str]]]]:

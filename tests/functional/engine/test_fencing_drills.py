@@ -43,6 +43,7 @@ from tests.functional.engine.conftest import (
     wait_status,
     write_engine_conf,
 )
+from tests.support import rows
 from tests.support.ipmi_bmc import FakeBMC
 from tests.support.kdump_sender import FENCE_KDUMP_SEND, fence_kdump_send
 from tests.support.redfish_bmc import RedfishBMC
@@ -185,14 +186,7 @@ def evacuations(sim: NovaSimulator) -> list[Any]:
     return [c for c in mutations(sim) if isinstance(c.body, dict) and "evacuate" in c.body]
 
 
-def attempts(db: Database, nid: str) -> list[tuple[int, str, str]]:
-    with db.reader() as s:
-        rows = s.scalars(
-            sa.select(FenceAttempt)
-            .where(FenceAttempt.notification_uuid == nid)
-            .order_by(FenceAttempt.id)
-        )
-        return [(r.position, r.action, r.result) for r in rows]
+attempts = rows.fence_attempts
 
 
 def fence_task(db: Database, nid: str) -> list[tuple[int, str, list[str]]]:

@@ -28,6 +28,7 @@ from masakari.fencing import drivers
 from masakari.fencing.base import DriverSpec, FenceError, PowerState, Refused, Unreachable
 from tests.fakes.nova import NovaSimulator
 from tests.functional.engine.runs.conftest import make_run, task_rows
+from tests.support import rows
 
 HOST = "compute-1"
 FENCED = FencedHost(HOST, "seg")
@@ -100,14 +101,7 @@ def step(run: Any, fencing: HostFencing) -> Store:
     return store
 
 
-def attempts(db: Any, nid: str) -> list[tuple[int, str, str]]:
-    with db.reader() as s:
-        rows = s.scalars(
-            sa.select(FenceAttempt)
-            .where(FenceAttempt.notification_uuid == nid)
-            .order_by(FenceAttempt.id)
-        )
-        return [(r.position, r.action, r.result) for r in rows]
+attempts = rows.fence_attempts
 
 
 def test_off_then_status_until_off_proves_the_host_dead(db, nova, clock):
