@@ -10,11 +10,11 @@ import json
 import sqlalchemy as sa
 from sqlalchemy import orm
 
-from masakari import exception
 from masakari.db import evidence as evidence_db
 from masakari.db import failures, holds
 from masakari.db import fencing as fence_rows
-from masakari.db.models import Notification, RecoveryTask, VMove
+from masakari.db import notifications as notifications_db
+from masakari.db.models import RecoveryTask, VMove
 from masakari.ha import failed_task
 
 
@@ -72,13 +72,7 @@ def _parse(timestamp: str | None) -> datetime.datetime | None:
 
 
 def load(session: orm.Session, notification_uuid: str) -> Timeline:
-    row = session.scalar(
-        sa.select(Notification).where(
-            Notification.notification_uuid == notification_uuid, Notification.deleted == 0
-        )
-    )
-    if row is None:
-        raise exception.NotificationNotFound(id=notification_uuid)
+    row = notifications_db.get(session, notification_uuid)
     rows = list(
         session.scalars(
             sa.select(RecoveryTask)
