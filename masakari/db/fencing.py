@@ -149,17 +149,6 @@ def attempts(session: orm.Session, notification_uuid: str) -> list[Attempt]:
     return [_attempt(r) for r in rows]
 
 
-def delete_of(session: orm.Session, notification_uuids: Sequence[str]) -> int:
-    """The attempts of notifications being purged."""
-    if not notification_uuids:
-        return 0
-    return affected_rows(
-        session.execute(
-            sa.delete(FenceAttempt).where(FenceAttempt.notification_uuid.in_(notification_uuids))
-        )
-    )
-
-
 # --- kdump messages ---------------------------------------------------------------------------
 
 
