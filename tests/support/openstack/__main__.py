@@ -1,0 +1,53 @@
+"""The real control plane from the command line (tools/openstack.sh runs it).
+
+python -m tests.support.openstack up [--state DIR] [--venv DIR] [--computes N]
+python -m tests.support.openstack status|down|purge [--state DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from tests.support.openstack.cloud import STATE_FILE, Cloud
+from tests.support.openstack.config import Layout
+
+DEFAULT_STATE = Path(".openstack-state")
+DEFAULT_VENV = Path(".venv-openstack")
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="tools/openstack.sh")
+    parser.add_argument("action", choices=("up", "down", "purge", "status"))
+    parser.add_argument("--state", type=Path, default=DEFAULT_STATE)
+    parser.add_argument("--venv", type=Path, default=DEFAULT_VENV)
+    parser.add_argument("--computes", type=int, default=3)
+    parser.add_argument("--base-port", type=int, default=25000)
+    args = parser.parse_args(argv)
+    state = args.state.resolve()
+    if args.action == "up":
+        layout = Layout(
+            state=state,
+            venv=args.venv.resolve(),
+            base_port=args.base_port,
+            computes=tuple(f"compute-{n}" for n in range(1, args.computes + 1)),
+        )
+        Cloud.create(layout).up()
+        print(f"ready: export MASAKARI_REAL_OPENSTACK={state}")
+        return 0
+    if not (state / STATE_FILE).exists():
+        print(f"no cloud in {state}", file=sys.stderr)
+        return 1 if args.action == "status" else 0
+    cloud = Cloud.load(state)
+    if args.action == "status":
+        status = cloud.status()
+        print(json.dumps(status, indent=2))
+        return 0 if all(status.values()) else 1
+    cloud.down(purge=args.action == "purge")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
