@@ -25,6 +25,19 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--venv", type=Path, default=DEFAULT_VENV)
     parser.add_argument("--computes", type=int, default=3)
     parser.add_argument("--base-port", type=int, default=25000)
+    parser.add_argument(
+        "--prefix",
+        default="realos",
+        help="names the cloud's databases (PREFIX_nova, ...) and RabbitMQ vhost: two clouds on "
+        "one machine need two prefixes, two states and two base ports",
+    )
+    parser.add_argument(
+        "--rpc-timeout",
+        type=int,
+        default=60,
+        help="Nova's rpc_response_timeout (60, Nova's default): how long a disable of a "
+        "just-killed host blocks",
+    )
     args = parser.parse_args(argv)
     state = args.state.resolve()
     if args.action == "up":
@@ -33,6 +46,9 @@ def main(argv: list[str]) -> int:
             venv=args.venv.resolve(),
             base_port=args.base_port,
             computes=tuple(f"compute-{n}" for n in range(1, args.computes + 1)),
+            db_prefix=f"{args.prefix}_",
+            vhost=args.prefix,
+            rpc_response_timeout=args.rpc_timeout,
         )
         Cloud.create(layout).up()
         print(f"ready: export MASAKARI_REAL_OPENSTACK={state}")
