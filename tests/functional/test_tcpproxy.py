@@ -57,3 +57,18 @@ def test_proxy_cut_stop_start(echo: int) -> None:
         assert proxy.port == port
         with socket.create_connection(("127.0.0.1", port), timeout=5) as back:
             assert _round_trip(back, b"four") == b"four"
+
+
+def test_answer_delay_makes_answers_late_on_a_live_connection(echo: int) -> None:
+    with TCPProxy("127.0.0.1", echo) as proxy:
+        live = socket.create_connection(("127.0.0.1", proxy.port), timeout=5)
+        proxy.answer_delay = 2.0
+        live.settimeout(0.5)
+        live.sendall(b"late")
+        with pytest.raises(TimeoutError):
+            live.recv(65536)  # the client gives up first, as a time-out would
+        live.settimeout(5)
+        assert live.recv(65536) == b"late"  # the answer still arrives, late
+        proxy.answer_delay = 0
+        assert _round_trip(live, b"on time") == b"on time"
+        live.close()

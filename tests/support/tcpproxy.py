@@ -8,6 +8,7 @@
     proxy.stop()     # live connections reset, new ones refused (nothing listens)
     proxy.start()    # listens again on the same port
     proxy.close()    # stop() for good; also what leaving a ``with`` block does
+    proxy.answer_delay = 6   # every answer (upstream to client) held 6 s: a late service
 
 Every connection is two threads copying bytes, which is plenty for tests. Connections are
 closed with RST (SO_LINGER 0), as a crashed server or a cut link does, so that clients see
@@ -19,6 +20,7 @@ from __future__ import annotations
 import socket
 import struct
 import threading
+import time
 from types import TracebackType
 
 _RESET = struct.pack("ii", 1, 0)
@@ -34,6 +36,9 @@ class TCPProxy:
         self._lock = threading.Lock()
         self._listener: socket.socket | None = None
         self._sockets: set[socket.socket] = set()
+        # Seconds each chunk from the target waits before it is passed on; read per chunk,
+        # so a test can make a live connection's answers late and on time again.
+        self.answer_delay = 0.0
 
     def start(self) -> TCPProxy:
         """Listen (again) on ``port``; the first start picks a free port when it is 0."""
@@ -107,12 +112,14 @@ class TCPProxy:
                     _reset(upstream)
                     return
                 self._sockets.update((client, upstream))
-            for source, sink in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pump, args=(source, sink), daemon=True).start()
+            for source, sink, late in ((client, upstream, False), (upstream, client, True)):
+                threading.Thread(target=self._pump, args=(source, sink, late), daemon=True).start()
 
-    def _pump(self, source: socket.socket, sink: socket.socket) -> None:
+    def _pump(self, source: socket.socket, sink: socket.socket, late: bool) -> None:
         try:
             while data := source.recv(65536):
+                if late and self.answer_delay:
+                    time.sleep(self.answer_delay)
                 sink.sendall(data)
         except OSError:
             pass

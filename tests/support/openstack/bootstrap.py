@@ -19,6 +19,10 @@ DATABASES = ("keystone", "placement", "glance", "nova_api", "nova", "nova_cell0"
 # type, name, URL path after the port: what masakari and the services look up in the catalog.
 CATALOG = (
     ("compute", "nova", "nova", "/v2.1"),
+    # The same Nova through a TCP proxy a drill runs on that port (tests/support/tcpproxy.py):
+    # masakari given nova_catalog_admin_info = compute:nova-drill:publicURL reaches Nova
+    # through it, and the drill cuts or delays that path alone.
+    ("compute", "nova-drill", "nova-proxy", "/v2.1"),
     ("placement", "placement", "placement", ""),
     ("image", "glance", "glance", ""),
     ("network", "neutron", "neutron", ""),
@@ -151,39 +155,46 @@ def sync_schemas(layout: Layout) -> None:
             future.result()
 
 
+IDENTITY = {"service_type": "identity", "interface": "public"}
+
+
+def _post(admin: Any, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    return dict(admin.post(path, json=body, endpoint_filter=IDENTITY).json())
+
+
 def register(layout: Layout, admin: Any) -> None:
     """The service project, the services' users (admin there) and the catalog.
 
     ``admin``: a keystoneauth session of the bootstrap admin.
     """
-    identity = {"service_type": "identity", "interface": "public"}
-
-    def post(path: str, body: dict[str, Any]) -> dict[str, Any]:
-        return dict(admin.post(path, json=body, endpoint_filter=identity).json())
-
-    role = admin.get("/roles?name=admin", endpoint_filter=identity).json()["roles"][0]["id"]
-    project = post("/projects", {"project": {"name": "service", "domain_id": "default"}})
+    role = admin.get("/roles?name=admin", endpoint_filter=IDENTITY).json()["roles"][0]["id"]
+    project = _post(admin, "/projects", {"project": {"name": "service", "domain_id": "default"}})
     project_id = project["project"]["id"]
     for name in SERVICE_USERS:
-        user = post(
-            "/users", {"user": {"name": name, "password": PASSWORD, "domain_id": "default"}}
+        user = _post(
+            admin,
+            "/users",
+            {"user": {"name": name, "password": PASSWORD, "domain_id": "default"}},
         )["user"]["id"]
-        admin.put(f"/projects/{project_id}/users/{user}/roles/{role}", endpoint_filter=identity)
-    for kind, name, service, path in CATALOG:
-        created = post("/services", {"service": {"type": kind, "name": name}})["service"]["id"]
-        url = f"http://127.0.0.1:{layout.port(service)}{path}"
-        for interface in ("public", "internal", "admin"):
-            post(
-                "/endpoints",
-                {
-                    "endpoint": {
-                        "service_id": created,
-                        "interface": interface,
-                        "url": url,
-                        "region_id": REGION,
-                    }
-                },
-            )
+        admin.put(f"/projects/{project_id}/users/{user}/roles/{role}", endpoint_filter=IDENTITY)
+    for entry in CATALOG:
+        catalog_entry(layout, admin, *entry)
+
+
+def catalog_entry(
+    layout: Layout, admin: Any, kind: str, name: str, port_of: str, path: str
+) -> None:
+    """One service and its public, internal and admin endpoints in Keystone's catalog."""
+    created = _post(admin, "/services", {"service": {"type": kind, "name": name}})
+    url = f"http://127.0.0.1:{layout.port(port_of)}{path}"
+    for interface in ("public", "internal", "admin"):
+        endpoint = {
+            "service_id": created["service"]["id"],
+            "interface": interface,
+            "url": url,
+            "region_id": REGION,
+        }
+        _post(admin, "/endpoints", {"endpoint": endpoint})
 
 
 def image_and_flavors(admin: Any) -> dict[str, Any]:

@@ -281,6 +281,8 @@ class Cloud:
             cached[kind] = adapter.Adapter(
                 self.admin_session(),
                 service_type=kind,
+                # The catalog has a second compute entry, nova-drill (a drill's proxy).
+                service_name="nova" if kind == "compute" else None,
                 interface="public",
                 region_name=REGION,
                 additional_headers=headers,

@@ -35,11 +35,11 @@ class Layout:
     rpc_response_timeout: int = 60
 
     def port(self, service: str) -> int:
-        order = ("keystone", "placement", "glance", "nova", "neutron", "masakari")
+        order = ("keystone", "placement", "glance", "nova", "neutron", "masakari", "nova-proxy")
         return self.base_port + order.index(service)
 
     def url(self, service: str) -> str:
-        suffix = {"keystone": "/v3", "nova": "/v2.1"}.get(service, "")
+        suffix = {"keystone": "/v3", "nova": "/v2.1", "nova-proxy": "/v2.1"}.get(service, "")
         return f"http://127.0.0.1:{self.port(service)}{suffix}"
 
     def database(self, name: str) -> str:
