@@ -72,3 +72,18 @@ def test_answer_delay_makes_answers_late_on_a_live_connection(echo: int) -> None
         proxy.answer_delay = 0
         assert _round_trip(live, b"on time") == b"on time"
         live.close()
+
+
+def test_requests_are_what_clients_sent_per_connection(echo: int) -> None:
+    with TCPProxy("127.0.0.1", echo, record=True) as proxy:
+        first = socket.create_connection(("127.0.0.1", proxy.port), timeout=5)
+        second = socket.create_connection(("127.0.0.1", proxy.port), timeout=5)
+        # A request line split over two sends, another connection's sent in between.
+        first.sendall(b"PUT /os-ser")
+        assert first.recv(65536) == b"PUT /os-ser"
+        assert _round_trip(second, b"GET /servers\r\n") == b"GET /servers\r\n"
+        assert _round_trip(first, b"vices/1\r\n") == b"vices/1\r\n"
+        assert proxy.requests(rb"PUT /os-services/\S+") == [b"PUT /os-services/1"]
+        assert proxy.requests(rb"(GET|PUT) /\S+") == [b"PUT /os-services/1", b"GET /servers"]
+        first.close()
+        second.close()

@@ -1,4 +1,4 @@
-"""A TCP proxy that a test can cut, stop and restart: a database or a service "going away".
+r"""A TCP proxy that a test can cut, stop and restart: a database or a service "going away".
 
     proxy = TCPProxy("127.0.0.1", 5432)    # listens on 127.0.0.1, a free port
     proxy.start()
@@ -9,6 +9,7 @@
     proxy.start()    # listens again on the same port
     proxy.close()    # stop() for good; also what leaving a ``with`` block does
     proxy.answer_delay = 6   # every answer (upstream to client) held 6 s: a late service
+    proxy.requests(rb"PUT /v2.1/os-services/\S+")   # with record=True: what clients sent
 
 Every connection is two threads copying bytes, which is plenty for tests. Connections are
 closed with RST (SO_LINGER 0), as a crashed server or a cut link does, so that clients see
@@ -17,6 +18,7 @@ an error at once rather than a clean end of stream.
 
 from __future__ import annotations
 
+import re
 import socket
 import struct
 import threading
@@ -28,7 +30,12 @@ _RESET = struct.pack("ii", 1, 0)
 
 class TCPProxy:
     def __init__(
-        self, target_host: str, target_port: int, port: int = 0, host: str = "127.0.0.1"
+        self,
+        target_host: str,
+        target_port: int,
+        port: int = 0,
+        host: str = "127.0.0.1",
+        record: bool = False,
     ) -> None:
         self.target = (target_host, target_port)
         self.host = host
@@ -39,6 +46,9 @@ class TCPProxy:
         # Seconds each chunk from the target waits before it is passed on; read per chunk,
         # so a test can make a live connection's answers late and on time again.
         self.answer_delay = 0.0
+        # With ``record``: every byte clients sent, one buffer per connection, for requests().
+        self.record = record
+        self._sent: list[bytearray] = []
 
     def start(self) -> TCPProxy:
         """Listen (again) on ``port``; the first start picks a free port when it is 0."""
@@ -77,6 +87,15 @@ class TCPProxy:
     def close(self) -> None:
         self.stop()
 
+    def requests(self, pattern: bytes) -> list[bytes]:
+        """What clients sent that matches ``pattern`` (a regular expression), connection by
+        connection, each in the order sent (a match never straddles two connections)."""
+        if not self.record:
+            raise ValueError("requests() needs a TCPProxy made with record=True")
+        with self._lock:
+            sent = [bytes(buffer) for buffer in self._sent]
+        return [m.group(0) for data in sent for m in re.finditer(pattern, data)]
+
     @property
     def connections(self) -> int:
         """Client connections open through the proxy now."""
@@ -112,12 +131,28 @@ class TCPProxy:
                     _reset(upstream)
                     return
                 self._sockets.update((client, upstream))
-            for source, sink, late in ((client, upstream, False), (upstream, client, True)):
-                threading.Thread(target=self._pump, args=(source, sink, late), daemon=True).start()
+                sent = bytearray() if self.record else None
+                if sent is not None:
+                    self._sent.append(sent)
+            pumps = ((client, upstream, sent, False), (upstream, client, None, True))
+            for source, sink, record, late in pumps:
+                threading.Thread(
+                    target=self._pump, args=(source, sink, record, late), daemon=True
+                ).start()
 
-    def _pump(self, source: socket.socket, sink: socket.socket, late: bool) -> None:
+    def _pump(
+        self,
+        source: socket.socket,
+        sink: socket.socket,
+        record: bytearray | None,
+        late: bool,
+    ) -> None:
+        """Copy source to sink; ``record`` keeps what went through; ``late`` (the target's
+        answers) waits answer_delay before each chunk."""
         try:
             while data := source.recv(65536):
+                if record is not None:
+                    record.extend(data)
                 if late and self.answer_delay:
                     time.sleep(self.answer_delay)
                 sink.sendall(data)
