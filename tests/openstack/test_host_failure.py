@@ -12,6 +12,7 @@ from typing import Any
 from tests.openstack import records
 from tests.support.openstack.cloud import Cloud
 from tests.support.openstack.masakari import Masakari
+from tests.support.tcpproxy import TCPProxy
 
 RECOMMENDED = Path(__file__).resolve().parents[2] / "etc" / "masakari" / "masakari.conf.recommended"
 FAILED = "compute-1"
@@ -118,3 +119,36 @@ def test_forced_down_hand_off(cloud: Cloud, masakari: Callable[..., Masakari]) -
     _assert_recovered(cloud, deployment, nid, expected)
     service = cloud.services()[FAILED]
     assert (service["status"], service["forced_down"]) == ("disabled", True)
+
+
+def test_disable_while_nova_counts_the_host_up(
+    cloud: Cloud, masakari: Callable[..., Masakari]
+) -> None:
+    """Reported at once after the kill, while Nova still counts the host up: Nova's disable
+    blocks its rpc_response_timeout in a call to the dead compute, longer than masakari's
+    nova_api_timeout. The disable reaches Nova once (through the nova-drill proxy, counted)
+    and the recovery goes on."""
+    expected = _servers(cloud)
+    rpc = cloud.layout.rpc_response_timeout
+    nova = cloud.layout.port("nova")
+    with TCPProxy("127.0.0.1", nova, port=cloud.layout.port("nova-proxy"), record=True) as proxy:
+        deployment = masakari(
+            {
+                "DEFAULT": {
+                    "nova_catalog_admin_info": "compute:nova-drill:publicURL",
+                    "nova_api_timeout": max(5, rpc // 3),
+                }
+            }
+        )
+        deployment.segment("seg", [FAILED, *OTHERS])
+        _fail(cloud, wait_down=False)
+        nid = deployment.report_host_down(FAILED)
+        deployment.wait_notification(nid, timeout=3 * rpc + 180)
+        disables = proxy.requests(rb"PUT /v2\.1/os-services/\S+")
+    assert len(disables) == 1, disables
+    _assert_recovered(cloud, deployment, nid, expected)
+    service = cloud.services()[FAILED]
+    assert (service["status"], service["disabled_reason"]) == (
+        "disabled",
+        "Masakari detected host failed.",
+    )

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import pytest
-
 from tests.openstack import records
 from tests.support.openstack.cloud import Cloud
 from tests.support.openstack.masakari import Masakari
@@ -18,84 +16,73 @@ TIMEOUT_MESSAGE = "Failed reason: timeout."
 
 
 def _full_cloud(cloud: Cloud) -> tuple[str, str]:
-    """compute-2 and compute-3 with 1 VCPU free each (8 usable); compute-1 with a small server
-    (fits there) and a large one (4 VCPU: fits nowhere). (small, large)."""
+    """compute-2 and compute-3 with 1 VCPU free each (8 usable); compute-1 full with two
+    large servers (4 VCPU each: they fit nowhere else), one of them in ERROR before the
+    failure. (active, in error)."""
     for host in OTHERS:
         for flavor in ("m1.large", "m1.medium", "m1.small"):
             cloud.boot(f"filler-{host}-{flavor}", host, flavor=flavor)
-    return cloud.boot("vm-small", FAILED), cloud.boot("vm-large", FAILED, flavor="m1.large")
+    active = cloud.boot("vm-active", FAILED, flavor="m1.large")
+    error = cloud.boot("vm-error", FAILED, flavor="m1.large")
+    cloud.nova.post(f"/servers/{error}/action", json={"os-resetState": {"state": "error"}})
+    return active, error
 
 
-def _fail_and_report(cloud: Cloud, deployment: Masakari) -> str:
-    deployment.segment("seg", [FAILED, *OTHERS])
-    cloud.kill_compute(FAILED)
-    cloud.wait_computes([FAILED], "down", timeout=60)
-    return deployment.report_host_down(FAILED)
-
-
-def _assert_no_valid_host(cloud: Cloud, deployment: Masakari, nid: str, large: str) -> None:
-    """The large server in ERROR where it was, its one evacuation's rebuild in Error, and
+def _assert_no_valid_host(cloud: Cloud, deployment: Masakari, nid: str, server: str) -> None:
+    """The server in ERROR where it was, its one evacuation's rebuild in Error, and
     masakari's vmove failed for that reason, not given up at its time-out."""
-    server = cloud.server(large)
-    assert (records.host_of(server), records.vm_state(server)) == (FAILED, "error")
-    evacuated = records.evacuations(cloud, large)
+    found = cloud.server(server)
+    assert (records.host_of(found), records.vm_state(found)) == (FAILED, "error")
+    evacuated = records.evacuations(cloud, server)
     assert len(evacuated) == 1
     assert "Error" in records.event_results(evacuated[0]).values()
-    move = records.vmoves(deployment, nid)[large]
+    move = records.vmoves(deployment, nid)[server]
     assert move["status"] == "failed"
     assert move["message"] != TIMEOUT_MESSAGE
 
 
-@pytest.mark.parametrize("state", ["active", "error"])
-def test_no_room_for_one_server(
-    cloud: Cloud, masakari: Callable[..., Masakari], state: str
+def test_no_room_then_the_host_comes_back_before_the_retry(
+    cloud: Cloud, masakari: Callable[..., Masakari]
 ) -> None:
-    """Also for a server in ERROR before the failure: its failed evacuation leaves it as it
-    was (ERROR on the failed host), which only its instance action tells apart."""
-    small, large = _full_cloud(cloud)
-    if state == "error":
-        cloud.nova.post(f"/servers/{large}/action", json={"os-resetState": {"state": "error"}})
-    # Far longer than a recovery takes: a failure seen only at the time-out would show.
-    deployment = masakari(
-        {"DEFAULT": {"wait_period_after_service_update": 0, "wait_period_after_evacuation": 600}}
-    )
-    nid = _fail_and_report(cloud, deployment)
-    deployment.wait_notification(nid, ("error",), timeout=240)
-
-    records.assert_recovered(cloud, small, FAILED, "active")
-    _assert_no_valid_host(cloud, deployment, nid, large)
-
-
-def test_retry_after_the_host_came_back(cloud: Cloud, masakari: Callable[..., Masakari]) -> None:
-    """The recovery ends in error; the host's nova-compute comes back before the periodic
-    retry; with retry_only_while_host_down the retry changes nothing in Nova (no disable, no
-    evacuation) and ends the notification with the reason."""
-    _, large = _full_cloud(cloud)
+    """No room for either server of the failed host: the real Nova puts each in ERROR on its
+    source host. masakari sees it at once (for the server already in ERROR too: only its
+    instance action tells), far before wait_period_after_evacuation. Then the host's
+    nova-compute comes back before the periodic retry: with retry_only_while_host_down the
+    retry changes nothing in Nova (no disable, no evacuation) and ends the notification
+    with the reason."""
+    servers = _full_cloud(cloud)
     deployment = masakari(
         {
             "DEFAULT": {
                 "wait_period_after_service_update": 0,
-                "process_unfinished_notifications_interval": 15,
+                # Far longer than the drill may take: a failure seen only then would show.
+                "wait_period_after_evacuation": 900,
+                "process_unfinished_notifications_interval": 10,
             },
             "host_failure": {"retry_only_while_host_down": True},
         }
     )
-    nid = _fail_and_report(cloud, deployment)
+    deployment.segment("seg", [FAILED, *OTHERS])
+    cloud.kill_compute(FAILED)
+    cloud.wait_computes([FAILED], "down", timeout=60)
+    nid = deployment.report_host_down(FAILED)
     deployment.wait_notification(nid, ("error",), timeout=240)
+    for server in servers:
+        _assert_no_valid_host(cloud, deployment, nid, server)
+
+    # No engine while the host comes back: the retry comes after it, not before.
+    deployment.kill_engine(0)
     cloud.start_compute(FAILED)
     cloud.wait_computes([FAILED], "up", timeout=60)
     before = cloud.services()[FAILED]
-    actions = records.action_names(cloud, large)
-
+    actions = {server: records.action_names(cloud, server) for server in servers}
+    deployment.start_engine()
     ended = deployment.wait_notification(nid, ("failed",), timeout=120)
+
     after = cloud.services()[FAILED]
-    assert (after["status"], after["disabled_reason"], after["forced_down"]) == (
-        before["status"],
-        before["disabled_reason"],
-        before["forced_down"],
-    )
-    assert after["state"] == "up"
-    assert records.action_names(cloud, large) == actions
+    keys = ("status", "disabled_reason", "forced_down", "state")
+    assert [after[k] for k in keys] == [before[k] for k in keys]
+    assert {server: records.action_names(cloud, server) for server in servers} == actions
     details = deployment.api.get(
         f"/notifications/{nid}", headers={"OpenStack-API-Version": "instance-ha 1.1"}
     ).json()["notification"]["recovery_workflow_details"]
