@@ -57,7 +57,8 @@ def test_no_room_then_the_host_comes_back_before_the_retry(
                 "wait_period_after_service_update": 0,
                 # Far longer than the drill may take: a failure seen only then would show.
                 "wait_period_after_evacuation": 900,
-                "process_unfinished_notifications_interval": 10,
+                # No retry by this engine: the drill brings the host back first.
+                "process_unfinished_notifications_interval": 3600,
             },
             "host_failure": {"retry_only_while_host_down": True},
         }
@@ -70,8 +71,9 @@ def test_no_room_then_the_host_comes_back_before_the_retry(
     for server in servers:
         _assert_no_valid_host(cloud, deployment, nid, server)
 
-    # No engine while the host comes back: the retry comes after it, not before.
+    # The host comes back; then an engine that retries soon.
     deployment.kill_engine(0)
+    deployment.reconfigure({"DEFAULT": {"process_unfinished_notifications_interval": 5}})
     cloud.start_compute(FAILED)
     cloud.wait_computes([FAILED], "up", timeout=60)
     before = cloud.services()[FAILED]

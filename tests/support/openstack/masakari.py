@@ -101,10 +101,19 @@ class Masakari:
         self.db_url = db_url or f"sqlite:///{state / 'masakari.db'}"
         self.conf = state / "masakari.conf"
         state.mkdir(parents=True, exist_ok=True)
-        self.conf.write_text(conf_text(cloud, self.port, self.db_url, sections or {}, state))
+        self.sections: dict[str, dict[str, Any]] = {}
+        self.reconfigure(sections or {})
         self.api_proc: subprocess.Popen[bytes] | None = None
         self.engines: list[subprocess.Popen[bytes]] = []
         self._db: Database | None = None
+
+    def reconfigure(self, sections: Mapping[str, Mapping[str, Any]]) -> None:
+        """Merge ``sections`` into masakari.conf: the processes started from now on read it."""
+        for name, options in sections.items():
+            self.sections.setdefault(name, {}).update(options)
+        self.conf.write_text(
+            conf_text(self.cloud, self.port, self.db_url, self.sections, self.state)
+        )
 
     # --- processes --------------------------------------------------------------------------
 
