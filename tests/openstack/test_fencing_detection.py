@@ -63,7 +63,7 @@ def test_fenced_hand_off(
     """The monitor reports compute-1 failed while its nova-compute still runs (Nova counts it
     up): masakari disables it, powers it off through its BMC (which stops nova-compute),
     forces it down and evacuates at once, without the default flow's wait."""
-    servers = [cloud.boot(f"vm-{n}", FAILED) for n in range(3)]
+    servers = cloud.wait_active([cloud.boot(f"vm-{n}", FAILED, wait=False) for n in range(3)])
     deployment = masakari(
         {
             # Without the hand-off the evacuations would wait these 180 s: they do not.

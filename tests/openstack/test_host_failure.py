@@ -35,9 +35,13 @@ def recommended(**more: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def _servers(cloud: Cloud) -> dict[str, str]:
     """Three servers on the host that fails: two running (one HA-enabled), one stopped;
     the state each must have once recovered, by id."""
-    running = cloud.boot("vm-active", FAILED)
-    ha = cloud.boot("vm-ha", FAILED, metadata={"HA_Enabled": "True"})
-    stopped = cloud.boot("vm-stopped", FAILED)
+    running, ha, stopped = cloud.wait_active(
+        [
+            cloud.boot("vm-active", FAILED, wait=False),
+            cloud.boot("vm-ha", FAILED, wait=False, metadata={"HA_Enabled": "True"}),
+            cloud.boot("vm-stopped", FAILED, wait=False),
+        ]
+    )
     cloud.nova.post(f"/servers/{stopped}/action", json={"os-stop": None})
     cloud.wait_server(stopped, lambda s: records.vm_state(s) == "stopped", 60)
     return {running: "active", ha: "active", stopped: "stopped"}

@@ -19,11 +19,15 @@ def _full_cloud(cloud: Cloud) -> tuple[str, str]:
     """compute-2 and compute-3 with 1 VCPU free each (8 usable); compute-1 full with two
     large servers (4 VCPU each: they fit nowhere else), one of them in ERROR before the
     failure. (active, in error)."""
-    for host in OTHERS:
-        for flavor in ("m1.large", "m1.medium", "m1.small"):
-            cloud.boot(f"filler-{host}-{flavor}", host, flavor=flavor)
-    active = cloud.boot("vm-active", FAILED, flavor="m1.large")
-    error = cloud.boot("vm-error", FAILED, flavor="m1.large")
+    fillers = [
+        cloud.boot(f"filler-{host}-{flavor}", host, flavor=flavor, wait=False)
+        for host in OTHERS
+        for flavor in ("m1.large", "m1.medium", "m1.small")
+    ]
+    active, error = cloud.wait_active(
+        [cloud.boot(f"vm-{n}", FAILED, flavor="m1.large", wait=False) for n in range(2)]
+    )
+    cloud.wait_active(fillers)
     cloud.nova.post(f"/servers/{error}/action", json={"os-resetState": {"state": "error"}})
     return active, error
 

@@ -60,7 +60,7 @@ def test_reserved_host_with_aggregates(cloud: Cloud, masakari: Callable[..., Mas
     cloud.nova.post(
         f"/os-aggregates/{aggregate['id']}/action", json={"add_host": {"host": "compute-1"}}
     )
-    servers = [cloud.boot(f"vm-{n}", "compute-1") for n in range(2)]
+    servers = cloud.wait_active([cloud.boot(f"vm-{n}", "compute-1", wait=False) for n in range(2)])
     spare = cloud.services()["compute-3"]
     cloud.nova.put(
         f"/os-services/{spare['id']}", json={"status": "disabled", "disabled_reason": "spare"}

@@ -23,7 +23,7 @@ SERVERS = 4
 
 
 def _boot(cloud: Cloud) -> list[str]:
-    return [cloud.boot(f"vm-{n}", FAILED) for n in range(SERVERS)]
+    return cloud.wait_active([cloud.boot(f"vm-{n}", FAILED, wait=False) for n in range(SERVERS)])
 
 
 def _first_evacuation(cloud: Cloud, servers: list[str], timeout: float = 120) -> None:

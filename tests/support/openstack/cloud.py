@@ -192,6 +192,12 @@ class Cloud:
 
     # --- servers ----------------------------------------------------------------------------
 
+    def wait_active(self, servers: list[str]) -> list[str]:
+        """``servers`` (booted with wait=False, side by side), once all are ACTIVE."""
+        for server in servers:
+            self.wait_server(server, lambda s: s["status"] == "ACTIVE", 120)
+        return servers
+
     def boot(
         self,
         name: str,
