@@ -84,3 +84,30 @@ def test_reserved_host_with_aggregates(cloud: Cloud, masakari: Callable[..., Mas
     assert sorted(hosts) == ["compute-1", "compute-3"]
     assert cloud.services()["compute-3"]["status"] == "enabled"
     assert records.masakari_host(deployment, segment, "compute-3")["reserved"] is False
+
+
+def test_rh_priority_falls_back_to_auto(cloud: Cloud, masakari: Callable[..., Masakari]) -> None:
+    """rh_priority: the reserved host first. compute-3, the spare, is down too (its
+    nova-compute killed): Nova cannot rebuild there (each server in ERROR, its evacuation in
+    Error), and the auto flow that follows evacuates each again, through the scheduler, to
+    compute-2, where it runs again."""
+    servers = cloud.wait_active([cloud.boot(f"vm-{n}", "compute-1", wait=False) for n in range(2)])
+    spare = cloud.services()["compute-3"]
+    cloud.nova.put(
+        f"/os-services/{spare['id']}", json={"status": "disabled", "disabled_reason": "spare"}
+    )
+    deployment = masakari({"DEFAULT": {"wait_period_after_service_update": 0}})
+    deployment.segment("seg", HOSTS, "rh_priority", reserved=("compute-3",))
+    cloud.kill_compute("compute-3")
+    cloud.kill_compute("compute-1")
+    cloud.wait_computes(["compute-1", "compute-3"], "down", timeout=60)
+    nid = deployment.report_host_down("compute-1")
+    deployment.wait_notification(nid, timeout=300)
+
+    for server in servers:
+        found = cloud.server(server)
+        assert (records.host_of(found), records.vm_state(found)) == ("compute-2", "active")
+        assert found["locked"] is False
+        evacuated = records.evacuations(cloud, server)
+        assert [set(records.event_results(a).values()) for a in evacuated][-1] == {"Success"}
+        assert len(evacuated) == 2, evacuated

@@ -18,6 +18,9 @@ SERVICE_USERS = ("nova", "placement", "glance", "neutron", "masakari")
 # the rest is reserved): small enough that a drill can fill a host, as a real one fills.
 VCPUS = 8
 MEMORY_MB = 16384
+# Few idle database connections per process: the cloud shares the machine's MariaDB (151
+# connections by default) with the test suite's own databases.
+POOL = "max_pool_size = 2\nmax_overflow = 20"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,6 +95,7 @@ log_file = {layout.state / "logs" / "keystone-app.log"}
 
 [database]
 connection = {layout.db("keystone")}
+{POOL}
 
 [token]
 provider = fernet
@@ -112,6 +116,7 @@ def placement(layout: Layout) -> str:
 
 [placement_database]
 connection = {layout.db("placement")}
+{POOL}
 
 [api]
 auth_strategy = keystone
@@ -137,6 +142,7 @@ filesystem_store_datadir = {d / "tasks"}
 
 [database]
 connection = {layout.db("glance")}
+{POOL}
 
 [paste_deploy]
 flavor = keystone
@@ -170,9 +176,11 @@ auth_strategy = keystone
 
 [api_database]
 connection = {layout.db("nova_api")}
+{POOL}
 
 [database]
 connection = {layout.db("nova")}
+{POOL}
 
 [conductor]
 workers = 1
