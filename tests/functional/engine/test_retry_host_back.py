@@ -1,0 +1,162 @@
+"""[host_failure] retry_only_while_host_down: the periodic retry of a host failure recovery
+that ended in error, with the host back or still down. Asserted on what Nova received and
+holds, and on what the database holds.
+
+Each test runs the first attempt on one engine, which is stopped once the notification is in
+error (its retry would come only after 120 s), changes the host, then starts the engine that
+retries it (every second): the retry sees the host as the test left it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from masakari import metrics
+from masakari.db import failures
+from masakari.db.database import Database
+from masakari.engine.service import EngineService
+from tests.fakes.nova import NovaSimulator
+from tests.functional.engine.conftest import (
+    HOST_DOWN,
+    add_host,
+    add_segment,
+    details,
+    host_row,
+    make_conf,
+    notify,
+    vmoves,
+    wait_status,
+)
+
+OPTION = "host_failure.retry_only_while_host_down"
+FORCE_DOWN = "host_failure.force_down_fenced_host"
+FINAL = ("finished", "failed")
+
+
+def _start(db: Database, sim: NovaSimulator, **options: Any) -> EngineService:
+    engine = EngineService(make_conf(sim, **options), db, sim.client(timeout=5), sweep_interval=1)
+    engine.start()
+    return engine
+
+
+def _first_attempt_errors(db: Database, sim: NovaSimulator, **options: Any) -> tuple[str, str, str]:
+    """compute-1 failed with one instance; its first evacuation gets a 500: the recovery ends
+    in error. Returns the host's uuid, the notification's and the instance's."""
+    sim.add_service("compute-1", state="down")
+    sim.add_service("compute-2")
+    vm = sim.add_server(host="compute-1", metadata={"HA_Enabled": "True"})
+    sim.fail(500, method="POST", action="evacuate", times=1)
+    host = add_host(db, add_segment(db), "compute-1")
+    nid = notify(db, host, "COMPUTE_HOST", HOST_DOWN)
+    engine = _start(db, sim, **options)
+    try:
+        assert wait_status(db, nid, ("error", *FINAL)) == "error"
+    finally:
+        engine.stop(grace=2)
+    return host, nid, vm
+
+
+def _retry(db: Database, sim: NovaSimulator, nid: str, **options: Any) -> str:
+    """Run the periodic retry on a fresh engine; what Nova received is recorded from here."""
+    sim.clear_calls()
+    engine = _start(db, sim, process_unfinished_notifications_interval=1, **options)
+    try:
+        return wait_status(db, nid, FINAL)
+    finally:
+        engine.stop(grace=2)
+
+
+def _changes(sim: NovaSimulator) -> list[tuple[str, str]]:
+    return [(c["method"], c["path"]) for c in sim.nova_calls() if c["method"] != "GET"]
+
+
+def _settings(sim: NovaSimulator) -> tuple[str, str | None, bool]:
+    """What masakari sets on compute-1's nova-compute: status, disabled reason, forced down."""
+    service = sim.service("compute-1")
+    return service["status"], service["disabled_reason"], service["forced_down"]
+
+
+def _failure_reason(db: Database, nid: str) -> str | None:
+    with db.reader() as session:
+        return failures.reasons(session, [nid]).get(nid)
+
+
+def _retries_host_back() -> float:
+    return float(metrics.instruments().retries_host_back._value.get())
+
+
+@pytest.mark.parametrize("server_db", ["sqlite", "postgresql", "mysql"], indirect=True)
+@pytest.mark.parametrize("forced", [False, True], ids=["disabled", "forced-down"])
+def test_a_host_back_before_the_retry_is_left_alone(
+    server_db: Database, sim: NovaSimulator, forced: bool
+) -> None:
+    db = server_db
+    options = {OPTION: True, FORCE_DOWN: forced}
+    host, nid, vm = _first_attempt_errors(db, sim, **options)
+    left = _settings(sim)
+    assert left == ("disabled", "Masakari detected host failed.", forced)
+    sim.power_on("compute-1")
+    counted = _retries_host_back()
+
+    assert _retry(db, sim, nid, **options) == "failed"
+
+    # One read of the host's nova-compute, and nothing else: no disable, evacuation or lock.
+    assert [(c["method"], c["path"]) for c in sim.nova_calls()] == [("GET", "/os-services")]
+    query = sorted(sim.nova_calls()[0]["query"])
+    assert query == [["binary", "nova-compute"], ["host", "compute-1"]]
+    assert _settings(sim) == left
+    assert sim.server(vm)["OS-EXT-SRV-ATTR:host"] == "compute-1"
+    assert host_row(db, host).on_maintenance
+    assert [v.status for v in vmoves(db, nid)] == ["failed"]
+    attempts = details(db, nid)
+    assert attempts[-1][:3] == (2, "CheckHostDownTask", "FAILURE")
+    assert {a for a, *_ in attempts} == {1, 2}
+    (message,) = attempts[-1][3]
+    state = "forced down" if forced else "up"
+    assert message.startswith(f"Host 'compute-1' is back: its nova-compute is {state}, ")
+    assert "the recovery is not retried" in message
+    assert "(its nova-compute disabled" + (", forced down" if forced else "") in message
+    assert "the host on maintenance)" in message
+    assert _failure_reason(db, nid) == message
+    assert _retries_host_back() == counted + 1
+
+
+@pytest.mark.parametrize("server_db", ["sqlite", "postgresql", "mysql"], indirect=True)
+def test_a_host_still_down_is_retried_as_before(server_db: Database, sim: NovaSimulator) -> None:
+    db = server_db
+    host, nid, vm = _first_attempt_errors(db, sim, **{OPTION: True})
+
+    assert _retry(db, sim, nid, **{OPTION: True}) == "finished"
+
+    assert sim.server(vm)["OS-EXT-SRV-ATTR:host"] == "compute-2"
+    assert [v.status for v in vmoves(db, nid)] == ["failed", "succeeded"]
+    assert "evacuate" in sim.actions(vm)
+    assert ("PUT", f"/os-services/{sim.service('compute-1')['id']}") in _changes(sim)
+    retried = [(a, name, state) for a, name, state, _ in details(db, nid) if a > 1]
+    assert retried[0] == (2, "CheckHostDownTask", "SUCCESS")
+    assert (3, "DisableComputeServiceTask", "SUCCESS") in retried
+    assert (3, "EvacuateInstancesTask", "SUCCESS") in retried
+    (message,) = details(db, nid)[-len(retried)][3]
+    assert message.startswith("Host 'compute-1' is not back: its nova-compute is down, ")
+
+
+def test_without_the_option_the_retry_disables_and_evacuates_a_host_back(
+    db: Database, sim: NovaSimulator
+) -> None:
+    """masakari 22.0.0's retry, kept at the defaults: the host is disabled again and its
+    instances sent to Nova, which refuses them (its nova-compute is up)."""
+    _, nid, vm = _first_attempt_errors(db, sim)
+    sim.power_on("compute-1")
+
+    assert _retry(db, sim, nid) == "failed"
+
+    service = sim.service("compute-1")
+    assert ("PUT", f"/os-services/{service['id']}") in _changes(sim)
+    assert "evacuate" in sim.actions(vm)
+    evacuations = [c for c in sim.nova_calls() if c["body"] == {"evacuate": {}}]
+    assert [c["status"] for c in evacuations] == [400]
+    assert service["status"] == "disabled"
+    assert sim.server(vm)["OS-EXT-SRV-ATTR:host"] == "compute-1"
+    assert "CheckHostDownTask" not in {name for _, name, _, _ in details(db, nid)}
