@@ -9,6 +9,8 @@ retries it (every second): the retry sees the host as the test left it.
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
@@ -16,7 +18,9 @@ import pytest
 from masakari import metrics
 from masakari.db import failures
 from masakari.db.database import Database
+from masakari.engine.fencing import HostFencing
 from masakari.engine.service import EngineService
+from masakari.fencing.base import DriverSpec, PowerState
 from tests.fakes.nova import NovaSimulator
 from tests.functional.engine.conftest import (
     HOST_DOWN,
@@ -35,13 +39,63 @@ FORCE_DOWN = "host_failure.force_down_fenced_host"
 FINAL = ("finished", "failed")
 
 
-def _start(db: Database, sim: NovaSimulator, **options: Any) -> EngineService:
-    engine = EngineService(make_conf(sim, **options), db, sim.client(timeout=5), sweep_interval=1)
+@dataclasses.dataclass
+class BMC:
+    """compute-1's power, as a fencing driver sees it and as Nova does (sim.tie_power): what
+    it was asked is kept."""
+
+    spec: DriverSpec = dataclasses.field(default_factory=lambda: DriverSpec("ipmi", "192.0.2.1"))
+    state: PowerState = PowerState.ON
+    calls: list[str] = dataclasses.field(default_factory=list)
+    followers: list[Callable[[str], None]] = dataclasses.field(default_factory=list)
+
+    def on_power_change(self, callback: Callable[[str], None]) -> None:
+        self.followers.append(callback)
+
+    def switch(self, state: PowerState) -> None:
+        self.state = state
+        for follow in self.followers:
+            follow(state.value)
+
+    def power_off(self) -> None:
+        self.calls.append("off")
+        self.switch(PowerState.OFF)
+
+    def power_status(self) -> PowerState:
+        self.calls.append("status")
+        return self.state
+
+    def power_on(self) -> None:
+        self.calls.append("on")
+        self.switch(PowerState.ON)
+
+
+@dataclasses.dataclass
+class Plan:
+    bmc: BMC
+
+    def drivers_for(
+        self, host_name: str, segment_name: str | None = None, segment_uuid: str | None = None
+    ) -> Sequence[DriverSpec] | None:
+        return [self.bmc.spec] if host_name == "compute-1" else None
+
+
+def _fencing(bmc: BMC) -> HostFencing:
+    return HostFencing(plan=Plan(bmc), power_driver=lambda spec: bmc, confirm_interval=0.1)
+
+
+def _start(
+    db: Database, sim: NovaSimulator, fencing: HostFencing | None = None, **options: Any
+) -> EngineService:
+    conf = make_conf(sim, **options)
+    engine = EngineService(conf, db, sim.client(timeout=5), sweep_interval=1, fencing=fencing)
     engine.start()
     return engine
 
 
-def _first_attempt_errors(db: Database, sim: NovaSimulator, **options: Any) -> tuple[str, str, str]:
+def _first_attempt_errors(
+    db: Database, sim: NovaSimulator, fencing: HostFencing | None = None, **options: Any
+) -> tuple[str, str, str]:
     """compute-1 failed with one instance; its first evacuation gets a 500: the recovery ends
     in error. Returns the host's uuid, the notification's and the instance's."""
     sim.add_service("compute-1", state="down")
@@ -50,7 +104,7 @@ def _first_attempt_errors(db: Database, sim: NovaSimulator, **options: Any) -> t
     sim.fail(500, method="POST", action="evacuate", times=1)
     host = add_host(db, add_segment(db), "compute-1")
     nid = notify(db, host, "COMPUTE_HOST", HOST_DOWN)
-    engine = _start(db, sim, **options)
+    engine = _start(db, sim, fencing, **options)
     try:
         assert wait_status(db, nid, ("error", *FINAL)) == "error"
     finally:
@@ -58,10 +112,12 @@ def _first_attempt_errors(db: Database, sim: NovaSimulator, **options: Any) -> t
     return host, nid, vm
 
 
-def _retry(db: Database, sim: NovaSimulator, nid: str, **options: Any) -> str:
+def _retry(
+    db: Database, sim: NovaSimulator, nid: str, fencing: HostFencing | None = None, **options: Any
+) -> str:
     """Run the periodic retry on a fresh engine; what Nova received is recorded from here."""
     sim.clear_calls()
-    engine = _start(db, sim, process_unfinished_notifications_interval=1, **options)
+    engine = _start(db, sim, fencing, process_unfinished_notifications_interval=1, **options)
     try:
         return wait_status(db, nid, FINAL)
     finally:
@@ -160,3 +216,30 @@ def test_without_the_option_the_retry_disables_and_evacuates_a_host_back(
     assert service["status"] == "disabled"
     assert sim.server(vm)["OS-EXT-SRV-ATTR:host"] == "compute-1"
     assert "CheckHostDownTask" not in {name for _, name, _, _ in details(db, nid)}
+
+
+def test_a_fenced_host_back_before_the_retry_is_not_fenced_again(
+    db: Database, sim: NovaSimulator
+) -> None:
+    """With host fencing, the check comes before FenceHostTask: a host powered on again
+    after the first attempt fenced it is not powered off by the retry."""
+    bmc = BMC()
+    sim.tie_power("compute-1", bmc)
+    fencing = _fencing(bmc)
+    host, nid, _ = _first_attempt_errors(db, sim, fencing, **{OPTION: True})
+    assert bmc.state is PowerState.OFF
+    assert _settings(sim) == ("disabled", "Masakari detected host failed.", True)
+    bmc.power_on()  # the operator's, say
+    bmc.calls.clear()
+
+    assert _retry(db, sim, nid, fencing, **{OPTION: True}) == "failed"
+
+    assert bmc.calls == []
+    assert bmc.state is PowerState.ON
+    assert [(c["method"], c["path"]) for c in sim.nova_calls()] == [("GET", "/os-services")]
+    assert _settings(sim) == ("disabled", "Masakari detected host failed.", True)
+    assert host_row(db, host).on_maintenance
+    attempts = details(db, nid)
+    assert [name for _, name, _, _ in attempts].count("FenceHostTask") == 1
+    assert attempts[-1][1:3] == ("CheckHostDownTask", "FAILURE")
+    assert attempts[-1][3][0].startswith("Host 'compute-1' is back: its nova-compute is forced")
