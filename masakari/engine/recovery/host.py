@@ -114,17 +114,18 @@ def check_still_down(
         raise exception.HostNotFound(id=host_uuid)
     ended = run.effects.last_attempt_end()
     marks = [ended + _STORED_PRECISION if ended is not None else None, reported_at]
-    since = max((m for m in marks if m is not None), default=None)
+    # Nothing to go by (no report time, no attempt wrote): only a heartbeat from now on.
+    since = max((m for m in marks if m is not None), default=run.clock.now())
     step = FlowProgress(run).task(0, CHECK_TASK_NAME)
     run.check()
     step.set_state(states.RUNNING)
     ctx = TaskContext(run, Store(run.notification_uuid, host_name=host.name), step)
     try:
         service = _service(ctx, host.name)
-        if since is None or not is_back(service, since):
+        if not is_back(service, since):
             ctx.update_details(
-                f"Host '{host.name}' is not back: its nova-compute is {_state(service)}, none "
-                f"after the previous attempt ended ({since}): the recovery is retried",
+                f"Host '{host.name}' is not back: its nova-compute is {_state(service)} (the "
+                f"previous attempt ended {since}): the recovery is retried",
                 1.0,
             )
             step.set_state(states.SUCCESS)

@@ -4,7 +4,9 @@ holds, and on what the database holds.
 
 Each test runs the first attempt on one engine, which is stopped once the notification is in
 error (its retry would come only after 120 s), changes the host, then starts the engine that
-retries it (every second): the retry sees the host as the test left it.
+retries it (every second): the retry sees the host as the test left it. Every evacuation
+fails until then, so that a takeover of the first attempt (a claim renewed late on a busy
+machine) ends in error too.
 """
 
 from __future__ import annotations
@@ -93,15 +95,26 @@ def _start(
     return engine
 
 
+@dataclasses.dataclass(frozen=True)
+class Failed:
+    """A host failure whose recovery ended in error: what the retry starts from."""
+
+    host: str  # the host's uuid
+    nid: str
+    vm: str
+    attempts: int  # the attempts recorded so far
+    vmoves: list[str]  # their statuses
+
+
 def _first_attempt_errors(
     db: Database, sim: NovaSimulator, fencing: HostFencing | None = None, **options: Any
-) -> tuple[str, str, str]:
-    """compute-1 failed with one instance; its first evacuation gets a 500: the recovery ends
-    in error. Returns the host's uuid, the notification's and the instance's."""
+) -> Failed:
+    """compute-1 failed with one instance, whose evacuations get a 500: the recovery ends in
+    error. Then Nova evacuates again."""
     sim.add_service("compute-1", state="down")
     sim.add_service("compute-2")
     vm = sim.add_server(host="compute-1", metadata={"HA_Enabled": "True"})
-    sim.fail(500, method="POST", action="evacuate", times=1)
+    sim.fail(500, method="POST", action="evacuate")
     host = add_host(db, add_segment(db), "compute-1")
     nid = notify(db, host, "COMPUTE_HOST", HOST_DOWN)
     engine = _start(db, sim, fencing, **options)
@@ -109,7 +122,14 @@ def _first_attempt_errors(
         assert wait_status(db, nid, ("error", *FINAL)) == "error"
     finally:
         engine.stop(grace=2)
-    return host, nid, vm
+    sim.clear_faults()
+    attempts = max(a for a, *_ in details(db, nid))
+    return Failed(host, nid, vm, attempts, [v.status for v in vmoves(db, nid)])
+
+
+def _retried(db: Database, failed: Failed) -> list[tuple[int, str, str, list[str]]]:
+    """The progress rows of the retry: (attempt, task, state, [message])."""
+    return [row for row in details(db, failed.nid) if row[0] > failed.attempts]
 
 
 def _retry(
@@ -150,52 +170,52 @@ def test_a_host_back_before_the_retry_is_left_alone(
 ) -> None:
     db = server_db
     options = {OPTION: True, FORCE_DOWN: forced}
-    host, nid, vm = _first_attempt_errors(db, sim, **options)
+    failed = _first_attempt_errors(db, sim, **options)
     left = _settings(sim)
     assert left == ("disabled", "Masakari detected host failed.", forced)
     sim.power_on("compute-1")
     counted = _retries_host_back()
 
-    assert _retry(db, sim, nid, **options) == "failed"
+    assert _retry(db, sim, failed.nid, **options) == "failed"
 
     # One read of the host's nova-compute, and nothing else: no disable, evacuation or lock.
     assert [(c["method"], c["path"]) for c in sim.nova_calls()] == [("GET", "/os-services")]
     query = sorted(sim.nova_calls()[0]["query"])
     assert query == [["binary", "nova-compute"], ["host", "compute-1"]]
     assert _settings(sim) == left
-    assert sim.server(vm)["OS-EXT-SRV-ATTR:host"] == "compute-1"
-    assert host_row(db, host).on_maintenance
-    assert [v.status for v in vmoves(db, nid)] == ["failed"]
-    attempts = details(db, nid)
-    assert attempts[-1][:3] == (2, "CheckHostDownTask", "FAILURE")
-    assert {a for a, *_ in attempts} == {1, 2}
-    (message,) = attempts[-1][3]
+    assert sim.server(failed.vm)["OS-EXT-SRV-ATTR:host"] == "compute-1"
+    assert host_row(db, failed.host).on_maintenance
+    assert [v.status for v in vmoves(db, failed.nid)] == failed.vmoves
+    [(_, task, state, [message])] = _retried(db, failed)
+    assert (task, state) == ("CheckHostDownTask", "FAILURE")
     state = "forced down" if forced else "up"
     assert message.startswith(f"Host 'compute-1' is back: its nova-compute is {state}, ")
     assert "the recovery is not retried" in message
     assert "(its nova-compute disabled" + (", forced down" if forced else "") in message
     assert "the host on maintenance)" in message
-    assert _failure_reason(db, nid) == message
+    assert _failure_reason(db, failed.nid) == message
     assert _retries_host_back() == counted + 1
 
 
 @pytest.mark.parametrize("server_db", ["sqlite", "postgresql", "mysql"], indirect=True)
 def test_a_host_still_down_is_retried_as_before(server_db: Database, sim: NovaSimulator) -> None:
     db = server_db
-    host, nid, vm = _first_attempt_errors(db, sim, **{OPTION: True})
+    failed = _first_attempt_errors(db, sim, **{OPTION: True})
 
-    assert _retry(db, sim, nid, **{OPTION: True}) == "finished"
+    assert _retry(db, sim, failed.nid, **{OPTION: True}) == "finished"
 
-    assert sim.server(vm)["OS-EXT-SRV-ATTR:host"] == "compute-2"
-    assert [v.status for v in vmoves(db, nid)] == ["failed", "succeeded"]
-    assert "evacuate" in sim.actions(vm)
+    assert sim.server(failed.vm)["OS-EXT-SRV-ATTR:host"] == "compute-2"
+    assert [v.status for v in vmoves(db, failed.nid)] == [*failed.vmoves, "succeeded"]
+    assert "evacuate" in sim.actions(failed.vm)
     assert ("PUT", f"/os-services/{sim.service('compute-1')['id']}") in _changes(sim)
-    retried = [(a, name, state) for a, name, state, _ in details(db, nid) if a > 1]
-    assert retried[0] == (2, "CheckHostDownTask", "SUCCESS")
-    assert (3, "DisableComputeServiceTask", "SUCCESS") in retried
-    assert (3, "EvacuateInstancesTask", "SUCCESS") in retried
-    (message,) = details(db, nid)[-len(retried)][3]
+    check, *flow = _retried(db, failed)
+    after = failed.attempts
+    assert check[:3] == (after + 1, "CheckHostDownTask", "SUCCESS")
+    [message] = check[3]
     assert message.startswith("Host 'compute-1' is not back: its nova-compute is down, ")
+    tasks = [(a, name, state) for a, name, state, _ in flow]
+    assert (after + 2, "DisableComputeServiceTask", "SUCCESS") in tasks
+    assert (after + 2, "EvacuateInstancesTask", "SUCCESS") in tasks
 
 
 def test_without_the_option_the_retry_disables_and_evacuates_a_host_back(
@@ -203,19 +223,20 @@ def test_without_the_option_the_retry_disables_and_evacuates_a_host_back(
 ) -> None:
     """masakari 22.0.0's retry, kept at the defaults: the host is disabled again and its
     instances sent to Nova, which refuses them (its nova-compute is up)."""
-    _, nid, vm = _first_attempt_errors(db, sim)
+    failed = _first_attempt_errors(db, sim)
     sim.power_on("compute-1")
 
-    assert _retry(db, sim, nid) == "failed"
+    assert _retry(db, sim, failed.nid) == "failed"
 
     service = sim.service("compute-1")
     assert ("PUT", f"/os-services/{service['id']}") in _changes(sim)
-    assert "evacuate" in sim.actions(vm)
     evacuations = [c for c in sim.nova_calls() if c["body"] == {"evacuate": {}}]
     assert [c["status"] for c in evacuations] == [400]
     assert service["status"] == "disabled"
-    assert sim.server(vm)["OS-EXT-SRV-ATTR:host"] == "compute-1"
-    assert "CheckHostDownTask" not in {name for _, name, _, _ in details(db, nid)}
+    assert sim.server(failed.vm)["OS-EXT-SRV-ATTR:host"] == "compute-1"
+    retried = {name for _, name, _, _ in _retried(db, failed)}
+    assert "DisableComputeServiceTask" in retried
+    assert "CheckHostDownTask" not in retried
 
 
 def test_a_fenced_host_back_before_the_retry_is_not_fenced_again(
@@ -226,20 +247,19 @@ def test_a_fenced_host_back_before_the_retry_is_not_fenced_again(
     bmc = BMC()
     sim.tie_power("compute-1", bmc)
     fencing = _fencing(bmc)
-    host, nid, _ = _first_attempt_errors(db, sim, fencing, **{OPTION: True})
+    failed = _first_attempt_errors(db, sim, fencing, **{OPTION: True})
     assert bmc.state is PowerState.OFF
     assert _settings(sim) == ("disabled", "Masakari detected host failed.", True)
     bmc.power_on()  # the operator's, say
     bmc.calls.clear()
 
-    assert _retry(db, sim, nid, fencing, **{OPTION: True}) == "failed"
+    assert _retry(db, sim, failed.nid, fencing, **{OPTION: True}) == "failed"
 
     assert bmc.calls == []
     assert bmc.state is PowerState.ON
     assert [(c["method"], c["path"]) for c in sim.nova_calls()] == [("GET", "/os-services")]
     assert _settings(sim) == ("disabled", "Masakari detected host failed.", True)
-    assert host_row(db, host).on_maintenance
-    attempts = details(db, nid)
-    assert [name for _, name, _, _ in attempts].count("FenceHostTask") == 1
-    assert attempts[-1][1:3] == ("CheckHostDownTask", "FAILURE")
-    assert attempts[-1][3][0].startswith("Host 'compute-1' is back: its nova-compute is forced")
+    assert host_row(db, failed.host).on_maintenance
+    [(_, task, state, [message])] = _retried(db, failed)
+    assert (task, state) == ("CheckHostDownTask", "FAILURE")
+    assert message.startswith("Host 'compute-1' is back: its nova-compute is forced down, ")
