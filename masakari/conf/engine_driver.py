@@ -89,6 +89,26 @@ fence (power off) the host before reporting it.
         ),
     ),
     cfg.BoolOpt(
+        "retry_only_while_host_down",
+        default=False,
+        help=paragraphs(
+            """
+(masakari rewrite only) Before the periodic retry
+(``process_unfinished_notifications_interval``) runs a host failure recovery
+again that ended in ``error``, read the host's nova-compute service in Nova. A
+host that is back (its nova-compute heartbeated after the previous attempt
+ended, and Nova counts it up or it is forced down) is not recovered again: no
+disable, fence or evacuation; the notification ends ``failed`` with the reason
+in its recovery_workflow_details (task CheckHostDownTask) and failure_reason.
+The host's nova-compute stays as the earlier attempt left it (disabled) and the
+host on maintenance, for an operator to check and return. A host still down is
+retried as before. False: the retry runs whatever the host's state, as in
+masakari 22.0.0 (Nova refuses the evacuations of a host whose nova-compute is
+up, and the retry disables a host that works).
+"""
+        ),
+    ),
+    cfg.BoolOpt(
         "order_by_priority",
         default=False,
         help=paragraphs(

@@ -68,6 +68,16 @@ failed_hosts_window = 300
 # operator who checked releases it. The reference drops it without telling anyone.
 hold_unknown_host_reports = true
 
+[host_failure]
+# The periodic retry of a host failure recovery that ended in error first reads the host's
+# nova-compute in Nova: a host back in the meantime (it heartbeated after the failed
+# attempt ended) is left as that attempt left it, and its notification ends failed with the
+# reason, for an operator to check and return it. The reference retries blindly: it
+# disables the working host again and sends evacuations that Nova refuses ("still in
+# use"), and the host stays out of service. Needs nothing but the engines' and Nova's
+# clocks in sync (NTP).
+retry_only_while_host_down = true
+
 [host_return]
 # When a recovered host's monitor reports it back (COMPUTE_HOST STARTED, host_status NORMAL)
 # masakari undoes its own changes, so that the host takes instances again and its next

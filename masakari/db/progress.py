@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import json
 from typing import Any
 
@@ -40,6 +41,15 @@ def workflow_details(session: orm.Session, notification_uuid: str) -> list[dict[
         }
         for row in rows
     ]
+
+
+def last_written(session: orm.Session, notification_uuid: str) -> datetime.datetime | None:
+    """When a progress row of the notification was last written (None: it has none)."""
+    return session.scalar(
+        sa.select(
+            sa.func.max(sa.func.coalesce(RecoveryTask.updated_at, RecoveryTask.created_at))
+        ).where(RecoveryTask.notification_uuid == notification_uuid)
+    )
 
 
 # --- writers (the engine's) -------------------------------------------------------------------

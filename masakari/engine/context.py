@@ -45,6 +45,8 @@ class RunContext:
     placement: Capacities = dataclasses.field(default_factory=NoPlacement)
     # The engine's host fencing ([fencing] config_file), None when not configured.
     fencing: HostFencing | None = None
+    # The periodic retry of an attempt that ended in error (the claim took an error row).
+    after_error: bool = False
 
     @property
     def notification_uuid(self) -> str:

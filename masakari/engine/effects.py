@@ -125,6 +125,21 @@ class Effects(NovaChanges, SlotChanges, HostChanges, FenceChanges, EvidenceChang
     def plan(self, instance_uuid: str) -> Plan | None:
         return self._read(lambda s: instances.get_plan(s, self.notification_uuid, instance_uuid))
 
+    def last_attempt_end(self) -> datetime.datetime | None:
+        """When the earlier attempts last wrote: their failure reason or a progress row, each
+        written after the Nova change it follows (the engines' clock, in whole seconds).
+        None: no attempt wrote anything."""
+
+        def last(session: orm.Session) -> datetime.datetime | None:
+            failure = failures.get(session, self.notification_uuid)
+            written = [
+                failure.updated_at if failure is not None else None,
+                progress.last_written(session, self.notification_uuid),
+            ]
+            return max((t for t in written if t is not None), default=None)
+
+        return self._read(last)
+
     # --- database changes ------------------------------------------------------------------------
 
     def record_moves(

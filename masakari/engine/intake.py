@@ -193,13 +193,23 @@ class Intake:
 
     def _submit_row(self, row: Candidate, retry: bool) -> None:
         claim = functools.partial(self._claim_row, row, retry)
-        self._submit(row.notification_uuid, row.source_host_uuid, retry, claim)
+        after_error = row.status == statuses.ERROR
+        self._submit(row.notification_uuid, row.source_host_uuid, retry, claim, after_error)
 
     def _submit(
-        self, notification_uuid: str, host_uuid: str | None, retry: bool, claim: Claim
+        self,
+        notification_uuid: str,
+        host_uuid: str | None,
+        retry: bool,
+        claim: Claim,
+        after_error: bool = False,
     ) -> None:
         self.workers.submit(
-            notification_uuid, host_uuid, retry, functools.partial(self._work, claim=claim)
+            notification_uuid,
+            host_uuid,
+            retry,
+            functools.partial(self._work, claim=claim),
+            after_error=after_error,
         )
 
     # --- in the worker ---------------------------------------------------------------------

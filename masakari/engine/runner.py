@@ -74,6 +74,7 @@ class Runner:
             host_poller=self.host_poller,
             placement=self.placement,
             fencing=self.fencing,
+            after_error=item.after_error,
         )
         started = self.clock.monotonic()
         try:

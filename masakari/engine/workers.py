@@ -27,6 +27,8 @@ class Work:
     retry: bool
     cancel: threading.Event
     host_uuid: str | None = None  # None for a takeover: its host is busy in the database
+    # Its claim takes an ``error`` row: the periodic retry of an attempt that failed.
+    after_error: bool = False
     lease: Lease | None = None
     future: concurrent.futures.Future[None] | None = None
     # From here the claim ends with the status write: no renewal must see it half-way.
@@ -58,6 +60,7 @@ class Workers:
         host_uuid: str | None,
         retry: bool,
         job: Callable[[Work], None],
+        after_error: bool = False,
     ) -> bool:
         """Run ``job`` on a worker for this candidate, with a fencing token of its own.
 
@@ -65,7 +68,9 @@ class Workers:
         of the same host: a host's second row would only find it busy, and its recoveries
         run in order.
         """
-        item = Work(notification_uuid, next(self._tokens), retry, threading.Event(), host_uuid)
+        item = Work(
+            notification_uuid, next(self._tokens), retry, threading.Event(), host_uuid, after_error
+        )
         with self._lock:
             if notification_uuid in self._active or (
                 host_uuid is not None

@@ -53,6 +53,7 @@ class Instruments:
     fence_attempts: Counter
     fence_failures: Counter
     fence_duration: Histogram
+    retries_host_back: Counter
 
 
 def multiprocess() -> bool:
@@ -197,6 +198,13 @@ def _create() -> Instruments:
             buckets=FENCE_BUCKETS,
             registry=registry,
         ),
+        retries_host_back=Counter(
+            "masakari_retries_host_back",
+            "Host failure recoveries the periodic retry did not run again because the host "
+            "was back ([host_failure] retry_only_while_host_down): each ended failed, its "
+            "host left disabled and on maintenance for an operator.",
+            registry=registry,
+        ),
     )
 
 
@@ -256,6 +264,10 @@ def fence_attempt(driver: str, action: str, result: str, seconds: float | None) 
 
 def fence_failed() -> None:
     instruments().fence_failures.inc()
+
+
+def retry_host_back() -> None:
+    instruments().retries_host_back.inc()
 
 
 @contextlib.contextmanager

@@ -56,6 +56,8 @@ def test_every_setting_names_an_option_and_loads_with_its_value() -> None:
     assert defaults.guards.hold_unknown_host_reports is False
     assert conf.guards.hold_unknown_host_reports is True
     assert conf.host_failure.force_down_fenced_host is False  # no fencing yet
+    assert defaults.host_failure.retry_only_while_host_down is False
+    assert conf.host_failure.retry_only_while_host_down is True
 
 
 def test_merge_keeps_the_operators_values(tmp_path) -> None:

@@ -33,6 +33,7 @@ PROJECT_ONLY = {
     ("DEFAULT", "nova_api_timeout"): ("floating point value", 60.0, 1),
     ("DEFAULT", "nova_api_max_connections"): ("integer value", 16, 1),
     ("host_failure", "force_down_fenced_host"): ("boolean value", False, None),
+    ("host_failure", "retry_only_while_host_down"): ("boolean value", False, None),
     ("DEFAULT", "api_max_microversion"): ("string value", "1.3", None),
     ("guards", "segment_max_failed_hosts"): ("integer value", 0, 0),
     ("guards", "segment_max_failed_hosts_percent"): ("integer value", 0, 0),
