@@ -1,12 +1,13 @@
 """A run's Nova changes: each sent only while its lease holds, and none made twice.
 
 The client (masakari.compute.retry) sends again what is safe to repeat. The changes that are
-not (evacuate, os-stop, os-start, add_host) raise on an ambiguous failure (a time-out, a
-connection lost after sending, a balancer's 5xx); here Nova is then read to learn whether it
-acted, and the change is sent again only if it did not: an evacuation is taken as made
-once the server is rebuilding or on another host, and a resend that Nova refuses with 409
-is judged the same way. When the policy's resends are spent the step fails (counted as a
-give-up in masakari_nova_give_ups).
+not (evacuate, os-stop, os-start, add_host, the service updates) raise on an ambiguous
+failure (a time-out, a connection lost after sending, a balancer's 5xx); here Nova is then
+read to learn whether it acted, and the change is sent again only if it did not: an
+evacuation is taken as made once the server is rebuilding or on another host, a service
+update once the service shows the requested status or forced_down, and a resend that Nova
+refuses with 409 is judged the same way. When the policy's resends are spent the step fails
+(counted as a give-up in masakari_nova_give_ups).
 """
 
 from __future__ import annotations
@@ -127,17 +128,47 @@ class NovaChanges:
 
     # --- the changes -------------------------------------------------------------------------
 
-    def disable_service(self, service_id: str, reason: str | None) -> None:
-        self._nova_call(lambda: self._nova.disable_service(service_id, reason))
+    # A service update Nova saves before it calls a compute it counts up, and answers only
+    # after that call, up to its rpc_response_timeout for a dead compute: one that timed out
+    # is judged by reading the service, not sent to wait as long again.
 
-    def enable_service(self, service_id: str) -> None:
-        self._nova_call(lambda: self._nova.enable_service(service_id))
+    def disable_service(self, service: Service, reason: str | None) -> None:
+        self._checked(
+            "PUT /os-services/{id}",
+            lambda: self._nova.disable_service(service.id, reason),
+            lambda: self._service_shows(service, status="disabled"),
+        )
 
-    def force_down_service(self, service_id: str) -> None:
-        self._nova_call(lambda: self._nova.force_down_service(service_id, True))
+    def enable_service(self, service: Service) -> None:
+        self._checked(
+            "PUT /os-services/{id}",
+            lambda: self._nova.enable_service(service.id),
+            lambda: self._service_shows(service, status="enabled"),
+        )
 
-    def unset_forced_down(self, service_id: str) -> None:
-        self._nova_call(lambda: self._nova.force_down_service(service_id, False))
+    def force_down_service(self, service: Service) -> None:
+        self._checked(
+            "PUT /os-services/{id}",
+            lambda: self._nova.force_down_service(service.id, True),
+            lambda: self._service_shows(service, forced_down=True),
+        )
+
+    def unset_forced_down(self, service: Service) -> None:
+        self._checked(
+            "PUT /os-services/{id}",
+            lambda: self._nova.force_down_service(service.id, False),
+            lambda: self._service_shows(service, forced_down=False),
+        )
+
+    def _service_shows(
+        self, service: Service, status: str | None = None, forced_down: bool | None = None
+    ) -> bool:
+        for now in self.reads.find_compute_services(service.host):
+            if now.id == service.id:
+                return (status is None or now.status == status) and (
+                    forced_down is None or now.forced_down is forced_down
+                )
+        return False
 
     def reset_state(self, instance_uuid: str, state: str) -> None:
         self._nova_call(lambda: self._nova.reset_state(instance_uuid, state))
