@@ -13,6 +13,7 @@ refuses with 409 is judged the same way. When the policy's resends are spent the
 from __future__ import annotations
 
 import datetime
+import logging
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
@@ -24,6 +25,8 @@ from masakari.engine.lease import Lease
 from masakari.engine.ports import Clock, InstanceAction, Nova, NovaReads, Server, Service
 
 T = TypeVar("T")
+
+LOG = logging.getLogger(__name__)
 
 # How far Nova's clock may be behind ours when its instance actions are read.
 CLOCK_SKEW = 5.0
@@ -82,6 +85,7 @@ class NovaChanges:
     _clock: Clock
     lease: Lease
     reads: LeasedReads
+    evacuations_sent: dict[str, datetime.datetime]
 
     def _note(self, instance_uuid: str, action: str) -> None:
         raise NotImplementedError
@@ -207,6 +211,7 @@ class NovaChanges:
         # Nova's clock against ours: the claims already need the engines' clocks within
         # engine_claim_margin of each other; Nova's is taken to be as close.
         since = self._clock.now() - datetime.timedelta(seconds=CLOCK_SKEW)
+        self.evacuations_sent[instance_uuid] = since
 
         def made() -> bool:
             server = self.reads.get_server(instance_uuid)
@@ -216,12 +221,32 @@ class NovaChanges:
             now_on = field(server, HOST, "host")
             if source is not None and now_on is not None and now_on != source:
                 return True
-            return any(
-                a.action == "evacuate" and a.start_time is not None and a.start_time >= since
-                for a in self.reads.list_instance_actions(instance_uuid)
-            )
+            return bool(self._evacuate_actions(instance_uuid))
 
         self._checked("evacuate", lambda: self._nova.evacuate(instance_uuid, host=host), made)
+
+    def _evacuate_actions(self, instance_uuid: str) -> list[InstanceAction]:
+        """The ``evacuate`` actions Nova recorded for the instance since this run sent its
+        evacuation (none before it was sent)."""
+        since = self.evacuations_sent.get(instance_uuid)
+        if since is None:
+            return []
+        return [
+            a
+            for a in self.reads.list_instance_actions(instance_uuid)
+            if a.action == "evacuate" and a.start_time is not None and a.start_time >= since
+        ]
+
+    def evacuation_failed(self, instance_uuid: str) -> bool:
+        """Nova recorded this run's evacuation of the instance as failed: an ``evacuate``
+        action since it was sent whose message is "Error" (one of its events, the conductor's
+        rebuild_server when no host was valid, ended in error). A Nova that cannot list the
+        actions says nothing: the confirmation goes on as before."""
+        try:
+            return any(a.message == "Error" for a in self._evacuate_actions(instance_uuid))
+        except exception.NovaError as exc:
+            LOG.warning("Reading the instance actions of %s failed: %s", instance_uuid, exc)
+            return False
 
     def add_host_to_aggregate(self, aggregate_id: Any, host: str) -> None:
         def made() -> bool:
