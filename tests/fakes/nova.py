@@ -13,12 +13,16 @@ Usage::
         sim.clock.advance(61)                # past service_down_time: state "down"
         sim.tie_power("compute-2", bmc)      # a fake BMC's power off powers the host off
         sim.fail(500, method="POST", action="evacuate", times=1)
+        sim.rpc_response_timeout = 60        # a disable of a dead compute still up: answered late
         sim.nova_calls()                     # what the client sent, golden-shaped
 
 URL space: ``/identity`` (Keystone: versions, ``/v3``, ``/v3/auth/tokens``) and
 ``/compute/v2.1`` (Nova). The Nova rules are those of the conformance fake
 (/work/shared/conformance/FORMAT.md) plus a heartbeat per service, evacuations
-that take time, slow answers and a clock that tests can move.
+that take time, slow answers and a clock that tests can move, and what a real Nova 34 was
+seen to do beyond them: a service update waiting for its RPC to a dead compute Nova still
+counts up, and an evacuation with no valid host putting the instance in error with a failed
+``rebuild_server`` event.
 """
 
 from __future__ import annotations
