@@ -213,11 +213,14 @@ class NovaClient:
         timeout: float | None = 60.0,
         policy: retry.Policy = retry.INTERACTIVE,
         max_connections: int = transport.MAX_CONNECTIONS,
+        service_update_timeout: float | None = None,
     ) -> None:
         """``session`` carries the auth plugin, which caches the token; an Adapter is used as
         given (the endpoint filters are then its own). ``policy``: masakari.compute.retry;
         ``max_connections``: requests on their way at once, with every client of the session
-        (Placement's, Keystone's): masakari.compute.transport."""
+        (Placement's, Keystone's): masakari.compute.transport. ``service_update_timeout``:
+        that of ``PUT /os-services/{id}``, never shorter than ``timeout`` (see
+        :func:`service_update_timeout`)."""
         transport.mount(
             session.session if isinstance(session, ks_adapter.Adapter) else session,
             policy,
@@ -235,6 +238,7 @@ class NovaClient:
                 default_microversion=NOVA_API_VERSION,
             )
         self._timeout = timeout
+        self._service_update_timeout = service_update_timeout_of(timeout, service_update_timeout)
         self.policy = policy
 
     @classmethod
@@ -280,6 +284,7 @@ class NovaClient:
             timeout=conf.nova_api_timeout,
             policy=policy,
             max_connections=conf.nova_api_max_connections,
+            service_update_timeout=conf.nova_service_update_timeout,
         )
 
     @property
@@ -310,15 +315,22 @@ class NovaClient:
         body: dict[str, Any] = {"status": "disabled"}
         if reason:
             body["disabled_reason"] = reason
-        self._call("PUT", f"/os-services/{service_id}", body=body)
+        self._update_service(service_id, body)
 
     def enable_service(self, service_id: str) -> None:
         LOG.info("Enable nova-compute service %s", service_id)
-        self._call("PUT", f"/os-services/{service_id}", body={"status": "enabled"})
+        self._update_service(service_id, {"status": "enabled"})
 
     def force_down_service(self, service_id: str, forced_down: bool = True) -> None:
         LOG.info("Set forced_down=%s on nova-compute service %s", forced_down, service_id)
-        self._call("PUT", f"/os-services/{service_id}", body={"forced_down": forced_down})
+        self._update_service(service_id, {"forced_down": forced_down})
+
+    def _update_service(self, service_id: str, body: dict[str, Any]) -> None:
+        # Nova answers a status change of a compute it counts up only once that compute has
+        # answered its RPC, or after its rpc_response_timeout (60 s) for a dead one.
+        self._call(
+            "PUT", f"/os-services/{service_id}", body=body, timeout=self._service_update_timeout
+        )
 
     # --- servers ----------------------------------------------------------------------------
 
@@ -413,9 +425,18 @@ class NovaClient:
     def _action(self, server_id: str, body: dict[str, Any]) -> None:
         self._call("POST", f"/servers/{server_id}/action", body=body)
 
-    def _call(self, method: str, path: str, *, query: Query | None = None, body: Any = None) -> Any:
-        """One request at NOVA_API_VERSION; an error answer or a transport failure raises."""
-        kwargs: dict[str, Any] = {}
+    def _call(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Query | None = None,
+        body: Any = None,
+        timeout: float | None = None,
+    ) -> Any:
+        """One request at NOVA_API_VERSION; an error answer or a transport failure raises.
+        ``timeout``: this request's instead of the client's."""
+        kwargs: dict[str, Any] = {"timeout": self._timeout if timeout is None else timeout}
         if body is not None:
             kwargs["json"] = body
         if query:
@@ -435,7 +456,6 @@ class NovaClient:
                 method,
                 raise_exc=False,
                 microversion=NOVA_API_VERSION,
-                timeout=self._timeout,
                 **kwargs,
             )
         except ks_exc.ConnectTimeout as exc:
@@ -457,6 +477,16 @@ class NovaClient:
                 f"Nova answered {method} {path} with a body that is not JSON.",
                 status=resp.status_code,
             ) from exc
+
+
+def service_update_timeout_of(timeout: float | None, service_update: float | None) -> float | None:
+    """The timeout of a service update: ``service_update``, but never shorter than the
+    client's ``timeout`` (None: no timeout)."""
+    if service_update is None:
+        return timeout
+    if timeout is None:
+        return None
+    return max(timeout, service_update)
 
 
 _ID_SEGMENT = re.compile(r"/(servers|os-services|os-aggregates)/[^/]+")

@@ -44,7 +44,10 @@ BALANCER_STATUSES = (502, 503, 504)
 # Server actions Nova carries out the same way however often they are asked: locking a
 # locked server, unlocking an unlocked one, setting a state it has. os-stop, os-start and
 # evacuate are refused (409) or worse when repeated; add_host answers 409 for a host that
-# is already a member.
+# is already a member. A service update (PUT /os-services/{id}) sets fields to given values,
+# but one that timed out usually did so waiting for Nova's RPC to a dead compute (up to
+# Nova's rpc_response_timeout) after saving them: sent again, it waits as long again; the
+# engine reads the service instead (masakari.engine.nova_effects).
 REPEATABLE_ACTIONS = frozenset({"lock", "unlock", "os-resetState"})
 
 # Backoff: the n-th wait is drawn between half and all of FIRST_DELAY * 2**(n-1), at most
@@ -56,11 +59,9 @@ MAX_DELAY = 8.0
 
 
 def repeatable(method: str, action: str | None) -> bool:
-    """Whether the request may simply be sent again after an ambiguous failure.
-
-    GET reads; PUT /os-services/{id} sets fields to given values; the actions above.
-    """
-    if method in ("GET", "HEAD", "PUT"):
+    """Whether the request may simply be sent again after an ambiguous failure: reads and
+    the actions above."""
+    if method in ("GET", "HEAD"):
         return True
     return action in REPEATABLE_ACTIONS
 

@@ -83,6 +83,9 @@ class InstanceAction:
     action: str  # "evacuate", "stop", "start", "lock", ...
     request_id: str = ""
     start_time: datetime.datetime | None = None  # naive UTC, as Nova writes it
+    # "Error" once one of the action's events failed (the conductor's rebuild_server of an
+    # evacuation that found no host, say); None while none did.
+    message: str | None = None
 
     @classmethod
     def of(cls, action: Mapping[str, Any]) -> InstanceAction:
@@ -92,7 +95,13 @@ class InstanceAction:
             start_time = datetime.datetime.fromisoformat(str(started).rstrip("Z"))
             if start_time.tzinfo is not None:
                 start_time = start_time.astimezone(datetime.UTC).replace(tzinfo=None)
-        return cls(str(action.get("action") or ""), str(action.get("request_id") or ""), start_time)
+        message = action.get("message")
+        return cls(
+            str(action.get("action") or ""),
+            str(action.get("request_id") or ""),
+            start_time,
+            str(message) if message else None,
+        )
 
 
 @dataclasses.dataclass(frozen=True)

@@ -77,6 +77,22 @@ Keystone.
 """
         ),
     ),
+    # Option of this project only: the reference sets no timeout on Nova calls.
+    cfg.FloatOpt(
+        "nova_service_update_timeout",
+        default=120,
+        min=1,
+        help=paragraphs(
+            """
+(masakari rewrite only) Timeout in seconds of a request that disables, enables or
+forces down a nova-compute service (PUT /os-services/{id}); the longer of this and
+nova_api_timeout is used. Nova saves the change, then, for a compute it still counts
+up, calls it over RPC and waits up to its own [DEFAULT] rpc_response_timeout (60 s
+by default) before answering: a failed host's compute does not answer. Keep this
+above Nova's rpc_response_timeout.
+"""
+        ),
+    ),
     # Option of this project only: the reference opened a connection (and a session) per call.
     cfg.IntOpt(
         "nova_api_max_connections",

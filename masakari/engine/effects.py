@@ -69,6 +69,8 @@ class Effects(NovaChanges, SlotChanges, HostChanges, FenceChanges, EvidenceChang
         # When the failure was reported (the notification's generated_time), for the
         # report-to-first-evacuation metric; None once observed in this run.
         self.reported_at: datetime.datetime | None = None
+        # Per instance, from when Nova's instance actions count as this run's evacuation.
+        self.evacuations_sent: dict[str, datetime.datetime] = {}
 
     # --- the fence ---------------------------------------------------------------------------
 

@@ -1,17 +1,19 @@
 """A run's Nova changes: each sent only while its lease holds, and none made twice.
 
 The client (masakari.compute.retry) sends again what is safe to repeat. The changes that are
-not (evacuate, os-stop, os-start, add_host) raise on an ambiguous failure (a time-out, a
-connection lost after sending, a balancer's 5xx); here Nova is then read to learn whether it
-acted, and the change is sent again only if it did not: an evacuation is taken as made
-once the server is rebuilding or on another host, and a resend that Nova refuses with 409
-is judged the same way. When the policy's resends are spent the step fails (counted as a
-give-up in masakari_nova_give_ups).
+not (evacuate, os-stop, os-start, add_host, the service updates) raise on an ambiguous
+failure (a time-out, a connection lost after sending, a balancer's 5xx); here Nova is then
+read to learn whether it acted, and the change is sent again only if it did not: an
+evacuation is taken as made once the server is rebuilding or on another host, a service
+update once the service shows the requested status or forced_down, and a resend that Nova
+refuses with 409 is judged the same way. When the policy's resends are spent the step fails
+(counted as a give-up in masakari_nova_give_ups).
 """
 
 from __future__ import annotations
 
 import datetime
+import logging
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
@@ -23,6 +25,8 @@ from masakari.engine.lease import Lease
 from masakari.engine.ports import Clock, InstanceAction, Nova, NovaReads, Server, Service
 
 T = TypeVar("T")
+
+LOG = logging.getLogger(__name__)
 
 # How far Nova's clock may be behind ours when its instance actions are read.
 CLOCK_SKEW = 5.0
@@ -81,6 +85,7 @@ class NovaChanges:
     _clock: Clock
     lease: Lease
     reads: LeasedReads
+    evacuations_sent: dict[str, datetime.datetime]
 
     def _note(self, instance_uuid: str, action: str) -> None:
         raise NotImplementedError
@@ -127,17 +132,47 @@ class NovaChanges:
 
     # --- the changes -------------------------------------------------------------------------
 
-    def disable_service(self, service_id: str, reason: str | None) -> None:
-        self._nova_call(lambda: self._nova.disable_service(service_id, reason))
+    # A service update Nova saves before it calls a compute it counts up, and answers only
+    # after that call, up to its rpc_response_timeout for a dead compute: one that timed out
+    # is judged by reading the service, not sent to wait as long again.
 
-    def enable_service(self, service_id: str) -> None:
-        self._nova_call(lambda: self._nova.enable_service(service_id))
+    def disable_service(self, service: Service, reason: str | None) -> None:
+        self._checked(
+            "PUT /os-services/{id}",
+            lambda: self._nova.disable_service(service.id, reason),
+            lambda: self._service_shows(service, status="disabled"),
+        )
 
-    def force_down_service(self, service_id: str) -> None:
-        self._nova_call(lambda: self._nova.force_down_service(service_id, True))
+    def enable_service(self, service: Service) -> None:
+        self._checked(
+            "PUT /os-services/{id}",
+            lambda: self._nova.enable_service(service.id),
+            lambda: self._service_shows(service, status="enabled"),
+        )
 
-    def unset_forced_down(self, service_id: str) -> None:
-        self._nova_call(lambda: self._nova.force_down_service(service_id, False))
+    def force_down_service(self, service: Service) -> None:
+        self._checked(
+            "PUT /os-services/{id}",
+            lambda: self._nova.force_down_service(service.id, True),
+            lambda: self._service_shows(service, forced_down=True),
+        )
+
+    def unset_forced_down(self, service: Service) -> None:
+        self._checked(
+            "PUT /os-services/{id}",
+            lambda: self._nova.force_down_service(service.id, False),
+            lambda: self._service_shows(service, forced_down=False),
+        )
+
+    def _service_shows(
+        self, service: Service, status: str | None = None, forced_down: bool | None = None
+    ) -> bool:
+        for now in self.reads.find_compute_services(service.host):
+            if now.id == service.id:
+                return (status is None or now.status == status) and (
+                    forced_down is None or now.forced_down is forced_down
+                )
+        return False
 
     def reset_state(self, instance_uuid: str, state: str) -> None:
         self._nova_call(lambda: self._nova.reset_state(instance_uuid, state))
@@ -176,6 +211,7 @@ class NovaChanges:
         # Nova's clock against ours: the claims already need the engines' clocks within
         # engine_claim_margin of each other; Nova's is taken to be as close.
         since = self._clock.now() - datetime.timedelta(seconds=CLOCK_SKEW)
+        self.evacuations_sent[instance_uuid] = since
 
         def made() -> bool:
             server = self.reads.get_server(instance_uuid)
@@ -185,12 +221,32 @@ class NovaChanges:
             now_on = field(server, HOST, "host")
             if source is not None and now_on is not None and now_on != source:
                 return True
-            return any(
-                a.action == "evacuate" and a.start_time is not None and a.start_time >= since
-                for a in self.reads.list_instance_actions(instance_uuid)
-            )
+            return bool(self._evacuate_actions(instance_uuid))
 
         self._checked("evacuate", lambda: self._nova.evacuate(instance_uuid, host=host), made)
+
+    def _evacuate_actions(self, instance_uuid: str) -> list[InstanceAction]:
+        """The ``evacuate`` actions Nova recorded for the instance since this run sent its
+        evacuation (none before it was sent)."""
+        since = self.evacuations_sent.get(instance_uuid)
+        if since is None:
+            return []
+        return [
+            a
+            for a in self.reads.list_instance_actions(instance_uuid)
+            if a.action == "evacuate" and a.start_time is not None and a.start_time >= since
+        ]
+
+    def evacuation_failed(self, instance_uuid: str) -> bool:
+        """Nova recorded this run's evacuation of the instance as failed: an ``evacuate``
+        action since it was sent whose message is "Error" (one of its events, the conductor's
+        rebuild_server when no host was valid, ended in error). A Nova that cannot list the
+        actions says nothing: the confirmation goes on as before."""
+        try:
+            return any(a.message == "Error" for a in self._evacuate_actions(instance_uuid))
+        except exception.NovaError as exc:
+            LOG.warning("Reading the instance actions of %s failed: %s", instance_uuid, exc)
+            return False
 
     def add_host_to_aggregate(self, aggregate_id: Any, host: str) -> None:
         def made() -> bool:

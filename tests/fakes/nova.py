@@ -13,12 +13,16 @@ Usage::
         sim.clock.advance(61)                # past service_down_time: state "down"
         sim.tie_power("compute-2", bmc)      # a fake BMC's power off powers the host off
         sim.fail(500, method="POST", action="evacuate", times=1)
+        sim.rpc_response_timeout = 60        # a disable of a dead compute still up: answered late
         sim.nova_calls()                     # what the client sent, golden-shaped
 
 URL space: ``/identity`` (Keystone: versions, ``/v3``, ``/v3/auth/tokens``) and
 ``/compute/v2.1`` (Nova). The Nova rules are those of the conformance fake
 (/work/shared/conformance/FORMAT.md) plus a heartbeat per service, evacuations
-that take time, slow answers and a clock that tests can move.
+that take time, slow answers and a clock that tests can move, and what a real Nova 34 was
+seen to do beyond them: a service update waiting for its RPC to a dead compute Nova still
+counts up, and an evacuation with no valid host putting the instance in error with a failed
+``rebuild_server`` event.
 """
 
 from __future__ import annotations
@@ -170,28 +174,74 @@ class Server:
 
 
 @dataclasses.dataclass
+class ActionEvent:
+    """One step of an instance action as Nova records it (nova/compute/utils.py
+    EventReporter): the conductor's ``rebuild_server`` of an evacuation, the compute's
+    ``compute_rebuild_instance``. ``result`` is "Success" or "Error"."""
+
+    event: str
+    start: float  # the simulator's clock
+    finish: float
+    result: str
+    traceback: str | None = None
+    host: str | None = None
+
+    def view(self, microversion: tuple[int, int], admin: bool) -> dict[str, Any]:
+        """As GET /servers/{id}/os-instance-actions/{request_id} shows it: the traceback to
+        admins only, the host (to admins) and hostId from 2.62, details from 2.84."""
+        out: dict[str, Any] = {
+            "event": self.event,
+            "start_time": _iso(self.start),
+            "finish_time": _iso(self.finish),
+            "result": self.result,
+        }
+        if admin:
+            out["traceback"] = self.traceback
+            if microversion >= (2, 62):
+                out["host"] = self.host or ""
+        if microversion >= (2, 62):
+            out["hostId"] = ""
+        if microversion >= (2, 84):
+            out["details"] = "No valid host was found." if self.result == "Error" else None
+        return out
+
+
+@dataclasses.dataclass
 class InstanceAction:
     """A request Nova accepted for a server (evacuate, stop, start, lock, unlock), recorded
-    when accepted, before it is carried out, as Nova's API does."""
+    when accepted, before it is carried out, as Nova's API does; its events are what the
+    conductor and the compute then did."""
 
     action: str
     request_id: str
     start: float  # the simulator's clock
     user_id: str
     project_id: str
+    events: list[ActionEvent] = dataclasses.field(default_factory=list)
+
+    @property
+    def message(self) -> str | None:
+        """Nova's database sets the action's message to "Error" when one of its events
+        finishes with an error (nova/db/main/api.py action_event_finish), else leaves it
+        null."""
+        return "Error" if any(e.result == "Error" for e in self.events) else None
+
+    @property
+    def updated(self) -> float:
+        return max([self.start] + [e.finish for e in self.events])
 
     def view(self, microversion: tuple[int, int]) -> dict[str, Any]:
         out: dict[str, Any] = {
             "action": self.action,
             "instance_uuid": "",
-            "message": None,
+            "message": self.message,
             "project_id": self.project_id,
             "request_id": self.request_id,
             "start_time": _iso(self.start),
             "user_id": self.user_id,
         }
         if microversion >= (2, 58):
-            out["updated_at"] = _iso(self.start)
+            out["updated_at"] = _iso(self.updated)
         return out
 
 
@@ -250,6 +300,9 @@ class Evacuation:
     server: str
     dest: str | None
     duration: float = 0.0
+    # The evacuate action Nova recorded when it accepted it: its compute event is added on
+    # arrival.
+    action: InstanceAction | None = None
 
 
 @dataclasses.dataclass
@@ -307,6 +360,8 @@ class Request:
     request_id: str = ""
     user_id: str = ""
     project_id: str = ""
+    # Seconds the answer waits after the request took effect (a blocking RPC of Nova's API).
+    hold: float = 0.0
 
     @property
     def params(self) -> dict[str, str]:
@@ -419,8 +474,15 @@ class NovaSimulator:
         backlog: int | None = None,
         max_connections: int | None = None,
         report_interval: float = 0.0,
+        rpc_response_timeout: float = 0.0,
     ) -> None:
         self.clock = EpochClock(clock or Clock())
+        # Nova's [DEFAULT] rpc_response_timeout (60 s in a real Nova): how long its API waits
+        # for a compute that does not answer an RPC call, here the set_host_enabled of a
+        # service update to a dead compute Nova still counts up. 0 (the tests' default):
+        # answered at once. Wall clock on a socket; in process a read timeout when at least
+        # the client's timeout (tests/fakes/nova_wire.py).
+        self.rpc_response_timeout = rpc_response_timeout
         # Nova's [DEFAULT] report_interval: a running nova-compute writes its heartbeat
         # (the service's updated_at) every this many seconds, each service at its own phase.
         # 0: continuously (updated_at is always now).
@@ -998,7 +1060,10 @@ class NovaSimulator:
                     raise
             if fault is not None:
                 raise NovaFault(fault.status, fault.message)
-            return result
+        # The change is made and visible to other requests while this one still waits.
+        if req.hold > 0 and late(req.hold):
+            raise NovaFault(503, "The simulator is stopping.")
+        return result
 
     def _route(self, req: Request) -> tuple[int, Any]:
         known_path = False
@@ -1050,6 +1115,17 @@ class NovaSimulator:
                 self.arrivals[srv.id] = ev.due or now
                 srv.vm_state = "active" if srv.vm_state == "error" else srv.vm_state
                 srv.power_state = 4 if srv.vm_state == "stopped" else 1
+                if ev.action is not None:
+                    finished = ev.due or now
+                    ev.action.events.append(
+                        ActionEvent(
+                            "compute_rebuild_instance",
+                            finished - ev.duration,
+                            finished,
+                            "Success",
+                            host=ev.dest,
+                        )
+                    )
             self._start_queued(ev.due or now)
 
     def _start_queued(self, at: float) -> None:
@@ -1062,10 +1138,12 @@ class NovaSimulator:
                 ev.due = at + ev.duration
                 running += 1
 
-    def _accept_evacuation(self, server: str, dest: str | None) -> None:
+    def _accept_evacuation(
+        self, server: str, dest: str | None, action: InstanceAction | None = None
+    ) -> None:
         duration = self._rng.uniform(*self._delay)
         self.evacuations_accepted[server] = self.evacuations_accepted.get(server, 0) + 1
-        self.evacuations.append(Evacuation(None, server, dest, duration))
+        self.evacuations.append(Evacuation(None, server, dest, duration, action))
         self._start_queued(self.clock.now())
         self.max_evacuations_in_flight = max(self.max_evacuations_in_flight, len(self.evacuations))
 
@@ -1290,6 +1368,12 @@ def update_service(sim: NovaSimulator, req: Request) -> tuple[int, Any]:
         svc.status, svc.disabled_reason = "disabled", body.get("disabled_reason")
     if forced is not None:
         svc.forced_down = forced
+    # Saved first; then, when "disabled" was set (even to its value) and Nova counts the
+    # service up (forced_down just set counts it down), the API calls set_host_enabled on the
+    # compute and waits for it: a dead compute never answers, so the answer comes after
+    # rpc_response_timeout, a 200 still (nova/compute/api.py service_update).
+    if status is not None and sim.service_state(svc) == "up" and not svc.alive:
+        req.hold = sim.rpc_response_timeout
     return 200, {"service": sim._service_view(svc)}
 
 
@@ -1331,11 +1415,11 @@ def server_action(sim: NovaSimulator, req: Request) -> tuple[int, Any]:
     return handler(sim, req, srv, arg)
 
 
-def _record(sim: NovaSimulator, req: Request, srv: Server, action: str) -> None:
+def _record(sim: NovaSimulator, req: Request, srv: Server, action: str) -> InstanceAction:
     """Nova records an accepted request as an instance action before carrying it out."""
-    srv.actions.append(
-        InstanceAction(action, req.request_id, sim.clock.now(), req.user_id, req.project_id)
-    )
+    recorded = InstanceAction(action, req.request_id, sim.clock.now(), req.user_id, req.project_id)
+    srv.actions.append(recorded)
+    return recorded
 
 
 def list_instance_actions(sim: NovaSimulator, req: Request) -> tuple[int, Any]:
@@ -1356,6 +1440,21 @@ def list_instance_actions(sim: NovaSimulator, req: Request) -> tuple[int, Any]:
             actions = actions[: min(int(q["limit"]), sim.max_limit)]
     views = [dict(a.view(req.microversion), instance_uuid=srv.id) for a in actions]
     return 200, {"instanceActions": views}
+
+
+def show_instance_action(sim: NovaSimulator, req: Request) -> tuple[int, Any]:
+    """GET /servers/{id}/os-instance-actions/{request_id}: the action with its events, which
+    an admin always sees (with their tracebacks) and its owner from 2.51 (without)."""
+    srv = sim._server(req.parts[1])
+    if not req.is_admin and req.project_id != srv.tenant_id:
+        raise NovaFault(404, f"Instance {srv.id} could not be found.")
+    found = next((a for a in srv.actions if a.request_id == req.parts[3]), None)
+    if found is None:
+        raise NovaFault(404, f"Action {req.parts[3]} not found")
+    view = dict(found.view(req.microversion), instance_uuid=srv.id)
+    if req.is_admin or req.microversion >= (2, 51):
+        view["events"] = [e.view(req.microversion, req.is_admin) for e in found.events]
+    return 200, {"instanceAction": view}
 
 
 def _ignored(sim: NovaSimulator, srv: Server, action: str) -> bool:
@@ -1426,11 +1525,17 @@ def evacuate(sim: NovaSimulator, req: Request, srv: Server, arg: Any) -> tuple[i
             raise NovaFault(404, f"Compute host {target} could not be found.")
         if target == srv.host:
             raise NovaFault(400, "The target host can't be the same one.")
-    _record(sim, req, srv, "evacuate")
+    recorded = _record(sim, req, srv, "evacuate")
     if _ignored(sim, srv, "evacuate"):
         return 200, None
+    now = sim.clock.now()
     if sim._take_fault(("evacuate_error",), "POST", "", "evacuate", srv.id):
+        # the rebuild failed on the destination's compute
         srv.vm_state, srv.task_state = "error", None
+        recorded.events += [
+            ActionEvent("rebuild_server", now, now, "Success", host="conductor"),
+            ActionEvent("compute_rebuild_instance", now, now, "Error", "BuildAbortException"),
+        ]
         return 200, None
 
     def usable(s: Service) -> bool:
@@ -1446,13 +1551,30 @@ def evacuate(sim: NovaSimulator, req: Request, srv: Server, arg: Any) -> tuple[i
         dest = target if usable(sim._service_on(target) or _missing(target)) else None
     else:
         dest = next((s.host for s in sim.services if usable(s) and s.host != srv.host), None)
-    if dest is not None:
-        # Nova claims on the destination when it schedules; the source is freed on arrival.
-        sim.placement.allocate(
-            srv.id, sim._hypervisor_of(dest), srv.flavor.resources(), srv.tenant_id, srv.user_id
+    if dest is None:
+        # The conductor's scheduling fails (NoValidHost): the instance is put in error where
+        # it is, its task cleared, and the action's rebuild_server event ends in Error
+        # (nova/conductor/manager.py rebuild_instance), as a real Nova 34 was seen to do.
+        sim.evacuations_accepted[srv.id] = sim.evacuations_accepted.get(srv.id, 0) + 1
+        srv.vm_state, srv.task_state = "error", None
+        recorded.events.append(
+            ActionEvent(
+                "rebuild_server",
+                now,
+                now,
+                "Error",
+                "nova.exception.NoValidHost: No valid host was found.",
+                host="conductor",
+            )
         )
+        return 200, None
+    # Nova claims on the destination when it schedules; the source is freed on arrival.
+    sim.placement.allocate(
+        srv.id, sim._hypervisor_of(dest), srv.flavor.resources(), srv.tenant_id, srv.user_id
+    )
+    recorded.events.append(ActionEvent("rebuild_server", now, now, "Success", host="conductor"))
     srv.task_state = "rebuilding"
-    sim._accept_evacuation(srv.id, dest)
+    sim._accept_evacuation(srv.id, dest, recorded)
     sim._tick()
     return 200, None
 
@@ -1524,6 +1646,7 @@ ROUTES: list[tuple[str, tuple[str, ...], Handler]] = [
     ("GET", ("servers", "detail"), list_servers),
     ("GET", ("servers", "*"), show_server),
     ("GET", ("servers", "*", "os-instance-actions"), list_instance_actions),
+    ("GET", ("servers", "*", "os-instance-actions", "*"), show_instance_action),
     ("POST", ("servers", "*", "action"), server_action),
     ("GET", ("os-aggregates",), list_aggregates),
     ("GET", ("os-server-groups",), list_server_groups),

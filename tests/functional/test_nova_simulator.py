@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -212,15 +213,22 @@ def test_the_destination_must_be_running(sim: NovaSimulator, clock: FakeClock) -
     assert (server["OS-EXT-SRV-ATTR:host"], server["OS-EXT-STS:task_state"]) == ("compute-3", None)
 
 
-def test_no_valid_destination_leaves_the_instance(
+def test_no_valid_destination_leaves_the_instance_in_error(
     sim: NovaSimulator, clock: FakeClock, nova: NovaClient
 ) -> None:
+    """As a real Nova 34: the evacuation is accepted (200), the conductor finds no host, the
+    instance is in error on its host with no task, and its evacuate action ends in Error."""
     for host in ("compute-2", "compute-3"):
         nova.disable_service(nova.get_compute_service(host).id, "maintenance")
     _fail_host(sim, clock)
     nova.evacuate(VM)
     server = nova.get_server(VM)
-    assert (server.host, server.task_state) == ("compute-1", None)
+    assert (server.host, server.vm_state, server.task_state) == ("compute-1", "error", None)
+    assert sim.server(VM)["status"] == "ERROR"
+    assert [(a.action, a.message) for a in nova.list_instance_actions(VM)] == [
+        ("evacuate", "Error")
+    ]
+    assert sim.evacuations_accepted == {VM: 1}
 
 
 def test_evacuate_target_checks(sim: NovaSimulator, clock: FakeClock, nova: NovaClient) -> None:
@@ -543,3 +551,169 @@ def test_instance_actions_record_what_nova_accepted(
     assert [(a["action"], "updated_at" in a) for a in first] == [("evacuate", True)]
     rest = listed("2.58", f"?limit=1&marker={first[0]['request_id']}")
     assert [a["action"] for a in rest] == ["lock"]
+
+
+def _action(sim: NovaSimulator, server: str, request_id: str, version: str) -> dict[str, Any]:
+    resp = requests.get(
+        f"{sim.compute_url}/servers/{server}/os-instance-actions/{request_id}",
+        headers={"X-Auth-Token": ADMIN_TOKEN, "OpenStack-API-Version": f"compute {version}"},
+        timeout=5,
+    )
+    assert resp.status_code == 200, resp.text
+    return dict(resp.json()["instanceAction"])
+
+
+def test_a_failed_evacuation_shows_its_error_event(
+    sim: NovaSimulator, clock: FakeClock, nova: NovaClient
+) -> None:
+    """The conductor's rebuild_server event ends in Error with NoValidHost; an admin sees the
+    events at any microversion, with the traceback, details only from 2.84."""
+    for host in ("compute-2", "compute-3"):
+        nova.disable_service(nova.get_compute_service(host).id, "maintenance")
+    _fail_host(sim, clock)
+    nova.evacuate(VM)
+    (action,) = nova.list_instance_actions(VM)
+    shown = _action(sim, VM, action.request_id, "2.53")
+    assert (shown["action"], shown["message"], shown["instance_uuid"]) == ("evacuate", "Error", VM)
+    (event,) = shown["events"]
+    assert (event["event"], event["result"]) == ("rebuild_server", "Error")
+    assert "NoValidHost" in event["traceback"]
+    assert "details" not in event
+    assert _action(sim, VM, action.request_id, "2.84")["events"][0]["details"]
+
+
+def test_a_successful_evacuation_shows_its_events(clock: FakeClock) -> None:
+    """rebuild_server (the conductor) when accepted, compute_rebuild_instance once the
+    instance is rebuilt on its destination; the action's message stays null. A stopped
+    instance stays stopped, one in error comes back active, a locked one stays locked."""
+    with NovaSimulator(clock=clock, evacuate_delay=30) as sim:
+        sim.add_service("compute-1")
+        sim.add_service("compute-2")
+        stopped = sim.add_server(host="compute-1", vm_state="stopped")
+        broken = sim.add_server(host="compute-1", vm_state="error", locked=True)
+        nova = sim.client()
+        _fail_host(sim, clock)
+        nova.evacuate(stopped)
+        nova.evacuate(broken)
+        (action,) = nova.list_instance_actions(stopped)
+        events = _action(sim, stopped, action.request_id, "2.53")["events"]
+        assert [(e["event"], e["result"]) for e in events] == [("rebuild_server", "Success")]
+        clock.advance(31)
+        for sid, status in ((stopped, "SHUTOFF"), (broken, "ACTIVE")):
+            server = sim.server(sid)
+            assert (server["OS-EXT-SRV-ATTR:host"], server["status"]) == ("compute-2", status)
+            (action,) = nova.list_instance_actions(sid)
+            shown = _action(sim, sid, action.request_id, "2.53")
+            assert shown["message"] is None
+            assert [(e["event"], e["result"]) for e in shown["events"]] == [
+                ("rebuild_server", "Success"),
+                ("compute_rebuild_instance", "Success"),
+            ]
+        assert sim.server(broken)["locked"] is True
+
+
+def test_evacuating_from_a_dead_host_nova_still_counts_up_is_refused(
+    sim: NovaSimulator, clock: FakeClock, nova: NovaClient
+) -> None:
+    """Powered off, the host is up for Nova until service_down_time has passed: 400."""
+    sim.power_off("compute-1")
+    clock.advance(sim.service_down_time - 1)
+    with pytest.raises(NovaRequestError) as err:
+        nova.evacuate(VM)
+    assert err.value.status == 400
+    assert "Compute service of compute-1 is still in use." in err.value.detail
+    assert nova.list_instance_actions(VM) == []
+
+
+# --- the service update's RPC to a dead compute -------------------------------------------
+
+
+@pytest.fixture
+def rpc_sim(clock: FakeClock) -> NovaSimulator:
+    """In process (no socket, no wall clock): an answer held ``rpc_response_timeout`` is a
+    read time-out for a client whose timeout is not longer."""
+    sim = NovaSimulator(clock=clock, rpc_response_timeout=60)
+    for host in ("compute-1", "compute-2"):
+        sim.add_service(host)
+    return sim
+
+
+def _update(sim: NovaSimulator, timeout: float, body: dict[str, Any]) -> int | None:
+    nova = sim.client(timeout=timeout, policy=FAST)
+    svc = sim.service("compute-1")["id"]
+    try:
+        nova._call("PUT", f"/os-services/{svc}", body=body)
+    except exception.NovaError as exc:
+        return exc.status
+    return 200
+
+
+def test_disabling_a_dead_compute_nova_counts_up_waits_for_the_rpc(
+    rpc_sim: NovaSimulator, clock: FakeClock
+) -> None:
+    """Saved first, answered after rpc_response_timeout: a client waiting less times out
+    (status None) with the change made; one waiting longer gets the 200."""
+    rpc_sim.power_off("compute-1")
+    clock.advance(10)  # dead, still up for Nova
+    assert _update(rpc_sim, 30, {"status": "disabled", "disabled_reason": "failed"}) is None
+    service = rpc_sim.service("compute-1")
+    assert (service["status"], service["disabled_reason"], service["state"]) == (
+        "disabled",
+        "failed",
+        "up",
+    )
+    # the same value again: Nova still makes the call
+    assert _update(rpc_sim, 30, {"status": "disabled"}) is None
+    assert _update(rpc_sim, 61, {"status": "enabled"}) == 200
+    assert rpc_sim.service("compute-1")["status"] == "enabled"
+    assert [c["status"] for c in rpc_sim.nova_calls()] == [200, 200, 200]
+
+
+@pytest.mark.parametrize(
+    "case", ["alive", "counted down", "forced down", "forced_down only", "forced with status"]
+)
+def test_service_updates_answer_at_once_without_a_waiting_rpc(
+    rpc_sim: NovaSimulator, clock: FakeClock, case: str
+) -> None:
+    """Nova skips the RPC for a service it counts down (forced_down included, even set in the
+    same request) or when "disabled" is not set; a live compute answers it at once."""
+    body: dict[str, Any] = {"status": "disabled"}
+    if case != "alive":
+        rpc_sim.power_off("compute-1")
+    if case == "counted down":
+        clock.advance(rpc_sim.service_down_time + 1)
+    if case == "forced down":
+        assert _update(rpc_sim, 30, {"forced_down": True}) == 200
+    if case == "forced_down only":
+        body = {"forced_down": True}
+    if case == "forced with status":
+        body = {"status": "disabled", "forced_down": True}
+    assert _update(rpc_sim, 30, body) == 200
+
+
+def test_a_concurrent_read_sees_the_change_while_the_rpc_waits(clock: FakeClock) -> None:
+    """On a socket the wait is the wall clock's, outside the simulator's lock."""
+    with NovaSimulator(clock=clock, rpc_response_timeout=60) as sim:
+        sim.add_service("compute-1")
+        sim.power_off("compute-1")
+        svc = sim.service("compute-1")["id"]
+        answers: list[int | None] = []
+        slow = sim.client(timeout=120, policy=FAST)
+
+        def disable() -> None:
+            try:
+                slow.disable_service(svc, "failed")
+                answers.append(200)
+            except exception.NovaError as exc:
+                answers.append(exc.status)
+
+        putter = threading.Thread(target=disable)
+        putter.start()
+        reader = sim.client(timeout=5, policy=FAST)
+        deadline = time.monotonic() + 30
+        while reader.get_compute_service("compute-1").status != "disabled":
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        assert putter.is_alive() and answers == []
+    putter.join(timeout=10)  # the stopping simulator lets the held answer go
+    assert not putter.is_alive()

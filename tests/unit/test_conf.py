@@ -31,6 +31,7 @@ PROJECT_ONLY = {
     ("DEFAULT", "engine_claim_renew_interval"): ("floating point value", 5.0, 0.1),
     ("DEFAULT", "engine_claim_margin"): ("floating point value", 5.0, 0.1),
     ("DEFAULT", "nova_api_timeout"): ("floating point value", 60.0, 1),
+    ("DEFAULT", "nova_service_update_timeout"): ("floating point value", 120.0, 1),
     ("DEFAULT", "nova_api_max_connections"): ("integer value", 16, 1),
     ("host_failure", "force_down_fenced_host"): ("boolean value", False, None),
     ("host_failure", "retry_only_while_host_down"): ("boolean value", False, None),

@@ -15,6 +15,7 @@ from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import session as ks_session
 from oslo_config import cfg
 
+from masakari import conf as masakari_conf
 from masakari import exception
 from masakari.compute import nova
 from masakari.compute.nova import NovaClient, NovaRequestError
@@ -320,9 +321,8 @@ def test_timeout(sim: NovaSimulator) -> None:
         lambda c: c.lock_server(SERVER),
         lambda c: c.unlock_server(SERVER),
         lambda c: c.reset_state(SERVER, "error"),
-        lambda c: c.disable_service("x"),
     ],
-    ids=["GET", "lock", "unlock", "os-resetState", "PUT os-services"],
+    ids=["GET", "lock", "unlock", "os-resetState"],
 )
 def test_a_repeatable_request_that_times_out_is_sent_again(
     sim: NovaSimulator, call: Callable[[NovaClient], Any]
@@ -343,8 +343,10 @@ def test_a_repeatable_request_that_times_out_is_sent_again(
         lambda c: c.stop_server(SERVER),
         lambda c: c.start_server(SERVER),
         lambda c: c.add_host_to_aggregate(1, "compute-2"),
+        lambda c: c.disable_service("x"),
+        lambda c: c.force_down_service("x"),
     ],
-    ids=["evacuate", "os-stop", "os-start", "add_host"],
+    ids=["evacuate", "os-stop", "os-start", "add_host", "disable", "forced_down"],
 )
 def test_a_change_that_is_not_repeatable_is_not_sent_again_by_the_client(
     sim: NovaSimulator, call: Callable[[NovaClient], Any]
@@ -355,6 +357,39 @@ def test_a_change_that_is_not_repeatable_is_not_sent_again_by_the_client(
         call(client)
     assert err.value.status == 503
     assert len(sim.nova_calls()) == 1
+
+
+def test_a_service_update_waits_longer_than_nova_s_rpc(sim: NovaSimulator) -> None:
+    """A disable of a dead compute Nova still counts up is answered after Nova's
+    rpc_response_timeout: the service update's own timeout covers it, other requests keep
+    the client's; it is never shorter than the client's."""
+    sim.rpc_response_timeout = 60
+    sim.power_off("compute-2")  # dead, up for Nova until service_down_time has passed
+    svc = sim.service("compute-2")["id"]
+    once = Policy(retries=0, delay=0.01)
+    client = NovaClient(sim.session(), timeout=5, policy=once, service_update_timeout=120)
+    client.disable_service(svc, "failed")
+    sim.slow(10, action="lock", times=1)
+    with pytest.raises(exception.NovaTimeout):
+        client.lock_server(SERVER)
+    short = NovaClient(sim.session(), timeout=5, policy=FAST, service_update_timeout=30)
+    with pytest.raises(exception.NovaTimeout):
+        short.enable_service(svc)
+    never_shorter = NovaClient(sim.session(), timeout=61, policy=FAST, service_update_timeout=1)
+    never_shorter.enable_service(svc)
+    assert [c["status"] for c in sim.nova_calls() if c["method"] == "PUT"] == [200, 200, 200]
+    assert sim.service("compute-2")["status"] == "enabled"
+
+
+def test_the_service_update_timeout_comes_from_the_options(sim: NovaSimulator) -> None:
+    sim.rpc_response_timeout = 60
+    sim.power_off("compute-2")
+    svc = sim.service("compute-2")["id"]
+    overrides = dict(sim.conf_overrides(), nova_api_timeout=5)
+    NovaClient.from_conf(masakari_conf.for_tests(**overrides)).disable_service(svc)
+    short = masakari_conf.for_tests(**overrides, nova_service_update_timeout=30)
+    with pytest.raises(exception.NovaTimeout):
+        NovaClient.from_conf(short, policy=FAST).enable_service(svc)
 
 
 def test_a_balancers_503_is_retried_by_the_engines_policy_only(sim: NovaSimulator) -> None:
@@ -423,6 +458,7 @@ def _conf(sim: NovaSimulator, **overrides: Any) -> cfg.ConfigOpts:
             cfg.StrOpt("os_project_domain_name", default="default"),
             cfg.StrOpt("os_system_scope"),
             cfg.FloatOpt("nova_api_timeout", default=60.0),
+            cfg.FloatOpt("nova_service_update_timeout", default=120.0),
             cfg.IntOpt("nova_api_max_connections", default=16),
         ]
     )

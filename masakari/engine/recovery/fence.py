@@ -126,7 +126,7 @@ def _disable_first(ctx: TaskContext, host: str) -> None:
     disable is idempotent); the force down still waits for the proof. A held host stays
     disabled."""
     service = compute_service(ctx.nova.find_compute_services(host), host)
-    ctx.effects.disable_service(service.id, ctx.conf.host_failure.service_disable_reason)
+    ctx.effects.disable_service(service, ctx.conf.host_failure.service_disable_reason)
     ctx.update_details(f"Disabled compute service on host '{host}' before fencing it", 0.1)
 
 

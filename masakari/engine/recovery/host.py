@@ -61,16 +61,16 @@ def disable_compute_service(ctx: TaskContext) -> None:
     service = _service(ctx, host_name)
     reported = str(ctx.store.host_status or "").upper() == "NORMAL"
     if ctx.store.host_fenced or (conf.host_failure.force_down_fenced_host and reported):
-        ctx.effects.force_down_service(service.id)
+        ctx.effects.force_down_service(service)
 
         def forced_down() -> bool:
             return _service(ctx, host_name).forced_down
 
         ctx.run.poll(forced_down, conf.verify_interval, conf.wait_period_after_service_update)
         ctx.update_details(f"Forced down compute service on host: '{host_name}'", 0.5)
-        ctx.effects.disable_service(service.id, conf.host_failure.service_disable_reason)
+        ctx.effects.disable_service(service, conf.host_failure.service_disable_reason)
     else:
-        ctx.effects.disable_service(service.id, conf.host_failure.service_disable_reason)
+        ctx.effects.disable_service(service, conf.host_failure.service_disable_reason)
         LOG.info(
             "Sleeping %s sec before starting recovery thread until nova recognizes the node down.",
             conf.wait_period_after_service_update,

@@ -30,7 +30,7 @@ def return_host(ctx: TaskContext) -> None:
         service = compute_service(ctx.nova.find_compute_services(host_name), host_name)
     if options.unset_forced_down and service is not None:
         if service.forced_down:
-            ctx.effects.unset_forced_down(service.id)
+            ctx.effects.unset_forced_down(service)
             ctx.update_details(f"Unset forced_down of compute service on host '{host_name}'", 0.3)
         else:
             ctx.update_details(f"Compute service on host '{host_name}' is not forced down", 0.3)
@@ -46,7 +46,7 @@ def return_host(ctx: TaskContext) -> None:
                 0.6,
             )
         else:
-            ctx.effects.enable_service(service.id)
+            ctx.effects.enable_service(service)
             ctx.update_details(f"Enabled compute service on host '{host_name}'", 0.6)
     if options.return_reserved_hosts:
         _return_spares(ctx, host_uuid, host_name)
@@ -86,11 +86,11 @@ def _return_spares(ctx: TaskContext, host_uuid: str, host_name: str) -> None:
             continue
         disabled_here = found.status != "disabled"
         if disabled_here:
-            ctx.effects.disable_service(found.id, SPARE_DISABLE_REASON)
+            ctx.effects.disable_service(found, SPARE_DISABLE_REASON)
         count = len(ctx.nova.list_servers_on_host(spare))
         if count:
             if disabled_here:
-                ctx.effects.enable_service(found.id)
+                ctx.effects.enable_service(found)
             ctx.update_details(
                 f"Reserved host '{spare}' still hosts {count} instances: not returned to the "
                 "reserved pool",

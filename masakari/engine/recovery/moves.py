@@ -81,7 +81,14 @@ def restore(run: RunContext, instance_uuid: str, plan: Plan, resumed: bool = Fal
 
 def _confirm(run: RunContext, instance_uuid: str, source: str | None, expected: Any) -> None:
     """Wait until Nova shows the instance moved in the state it had; raise PollTimeout, or
-    InstanceEvacuateFailed when it went to error instead."""
+    InstanceEvacuateFailed when it went to error instead.
+
+    An instance that was in error already (or reset to error for the evacuation) shows no
+    change when its evacuation fails: Nova leaves it in error where it was, with no task,
+    as if nothing had been asked. Only then are its instance actions read: Nova's record of
+    this evacuation ending in error tells the failure at once, instead of after
+    wait_period_after_evacuation.
+    """
     conf = run.conf
     nova = run.nova
 
@@ -91,6 +98,12 @@ def _confirm(run: RunContext, instance_uuid: str, source: str | None, expected: 
             raise exception.InstanceEvacuateFailed(instance_uuid=instance_uuid)
         if current.compute_host != source:
             return bool((expected == "error" and state == "active") or expected == state)
+        if (
+            state == "error"
+            and current.task_state is None
+            and run.effects.evacuation_failed(instance_uuid)
+        ):
+            raise exception.InstanceEvacuateFailed(instance_uuid=instance_uuid)
         return False
 
     poller = run.host_poller

@@ -43,7 +43,7 @@ def disable_compute_node(ctx: TaskContext) -> None:
         ctx.update_details(msg, 1.0)
         return
     service = _service(ctx, host_name)
-    ctx.effects.disable_service(service.id, ctx.conf.process_failure.service_disable_reason)
+    ctx.effects.disable_service(service, ctx.conf.process_failure.service_disable_reason)
     ctx.update_details(f"Disabled compute service on host: '{host_name}'", 1.0)
 
 

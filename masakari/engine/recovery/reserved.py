@@ -47,7 +47,7 @@ def enable(ctx: TaskContext, host_name: str, reserved_host: str) -> None:
         if ctx.conf.host_failure.add_reserved_host_to_aggregate:
             _add_to_aggregates(ctx, host_name, reserved_host)
         service = compute_service(ctx.nova.find_compute_services(reserved_host), reserved_host)
-        ctx.effects.enable_service(service.id)
+        ctx.effects.enable_service(service)
     except Cancelled:
         raise  # whoever takes over decides; this engine may write nothing more
     except BaseException:

@@ -298,3 +298,30 @@ def test_nova_timeout_ends_in_error(db, sim, engine_factory):
     engine_factory(conf, nova=sim.client(timeout=1, policy=Policy(retries=0)))
     assert wait_status(db, nid, timeout=20) == "error"
     assert details(db, nid)[1][2] == "REVERTED"
+
+
+def test_evacuations_nova_finds_no_host_for_fail_without_waiting(db, sim, engine_factory):
+    """The only other host is disabled: Nova accepts each evacuation and puts the instance
+    in error on its host. An active one fails on its state; one that was in error on Nova's
+    record of the failed evacuation; both well before wait_period_after_evacuation, and the
+    notification ends in error with the instances unlocked where they were."""
+    sim.add_service("compute-1", state="down")
+    sim.add_service("compute-2", status="disabled", disabled_reason="maintenance")
+    active = sim.add_server(host="compute-1", metadata={"HA_Enabled": "True"})
+    broken = sim.add_server(host="compute-1", vm_state="error", metadata={"HA_Enabled": "True"})
+    h1 = add_host(db, add_segment(db, "auto"), "compute-1")
+    nid = notify(db, h1, "COMPUTE_HOST", HOST_DOWN)
+    engine_factory(make_conf(sim, wait_period_after_evacuation=600))
+    assert wait_status(db, nid) == "error"
+    assert {(v.instance_uuid, v.status, v.message) for v in vmoves(db, nid)} == {
+        (active, "failed", f"Failed to evacuate instance {active}"),
+        (broken, "failed", f"Failed to evacuate instance {broken}"),
+    }
+    for server in (active, broken):
+        shown = sim.server(server)
+        assert (shown["OS-EXT-SRV-ATTR:host"], shown["status"], shown["locked"]) == (
+            "compute-1",
+            "ERROR",
+            False,
+        )
+    assert [(n, s) for _, n, s, _ in details(db, nid)][-1] == ("EvacuateInstancesTask", "REVERTED")

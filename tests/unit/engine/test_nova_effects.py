@@ -4,6 +4,7 @@ simulator, in process."""
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Iterator
 from typing import Any
 
@@ -66,6 +67,7 @@ class Changes(NovaChanges):
         self.lease = Lease("e", 1, self._clock, lease_term, 0.0)
         self.reads = LeasedReads(nova, self.lease)
         self.notes: list[str] = []
+        self.evacuations_sent: dict[str, datetime.datetime] = {}
 
     def _note(self, instance_uuid: str, action: str) -> None:
         self.notes.append(action)

@@ -11,7 +11,7 @@ import pytest
 import sqlalchemy as sa
 
 from masakari import exception
-from masakari.compute.servers import Server
+from masakari.compute.servers import Server, Service
 from masakari.db import instances
 from masakari.db import vmoves as db_vmoves
 from masakari.db.database import transaction
@@ -23,12 +23,13 @@ from tests.functional.engine.runs.conftest import make_run, task_rows
 from tests.support import rows
 
 NOW = datetime.datetime(2026, 1, 1)
+SERVICE = Service("svc-compute-1", host="compute-1")
 
 # Every change Effects makes in Nova: (method, arguments).
 NOVA_CHANGES: list[tuple[str, tuple[Any, ...]]] = [
-    ("disable_service", ("svc-compute-1", "why")),
-    ("enable_service", ("svc-compute-1",)),
-    ("force_down_service", ("svc-compute-1",)),
+    ("disable_service", (SERVICE, "why")),
+    ("enable_service", (SERVICE,)),
+    ("force_down_service", (SERVICE,)),
     ("lock_server", ("vm",)),
     ("unlock_server", ("vm",)),
     ("reset_state", ("vm", "error")),
@@ -354,9 +355,9 @@ def test_progress_rows(db, nova, clock, world):
 def test_nova_changes_while_the_lease_runs(db, sim, nova, clock, world):
     run, _ = _setup_run(db, nova, clock, world)
     effects = run.effects
-    effects.force_down_service("svc-compute-1")
-    effects.disable_service("svc-compute-1", "why")
-    effects.enable_service("svc-compute-1")
+    effects.force_down_service(SERVICE)
+    effects.disable_service(SERVICE, "why")
+    effects.enable_service(SERVICE)
     effects.reset_state("vm", "error")
     effects.evacuate("vm", "compute-2")
     effects.stop_server("vm")

@@ -13,6 +13,7 @@ from masakari.db import vmoves as db_vmoves
 from masakari.db.database import transaction
 from masakari.db.instances import Plan
 from masakari.db.models import VMove
+from masakari.engine.hostpoll import HostPoller
 from masakari.engine.lease import LeaseLost
 from masakari.engine.recovery import evacuate, moves
 from masakari.engine.recovery.flow import Flow, Store
@@ -439,3 +440,94 @@ def test_ignored_error_instance_is_one_in_error_before_the_recovery(db, cloud, n
     assert [v.instance_uuid for v in _vmoves(db, nid)] == ["reset"]
     assert cloud.server("reset")["OS-EXT-STS:vm_state"] == "stopped"
     assert cloud.server("broken")["OS-EXT-SRV-ATTR:host"] == "compute-1"
+
+
+# --- an evacuation Nova finds no host for ----------------------------------------------------
+
+
+def _no_room(cloud):
+    """compute-2, the one possible destination, is disabled: Nova's scheduler finds no host,
+    and the instance is in error on compute-1 with a failed evacuate action."""
+    cloud.update_service("compute-2", status="disabled", disabled_reason="maintenance")
+
+
+def _reads_of_actions(cloud):
+    return sum(1 for c in cloud.nova_calls() if c["path"].endswith("/os-instance-actions"))
+
+
+@pytest.mark.parametrize(
+    ("vm_state", "actions"),
+    [
+        ("error", ["lock", "evacuate", "unlock"]),
+        ("paused", ["lock", "os-resetState", "evacuate", "unlock"]),  # reset to error first
+    ],
+)
+def test_instance_in_error_that_nova_finds_no_host_for_fails_at_the_first_poll(
+    db, cloud, nova, clock, vm_state, actions
+):
+    """In error before the evacuation, the instance shows no change when it fails: its
+    instance action says so, and the vmove fails at the first poll, not after
+    wait_period_after_evacuation."""
+    run = make_run(db, nova, clock, wait_period_after_evacuation=600, verify_interval=1)
+    cloud.add_server("vm", host="compute-1", vm_state=vm_state)
+    _no_room(cloud)
+    moves.evacuate_and_confirm(run, _move(db, run, "vm"), None)
+    assert _status(db, run) == [("failed", "Failed to evacuate instance vm", None)]
+    assert clock.offset <= 1
+    assert cloud.actions("vm") == actions
+    server = cloud.server("vm")
+    assert (server["OS-EXT-SRV-ATTR:host"], server["OS-EXT-STS:vm_state"]) == ("compute-1", "error")
+    assert not server["locked"]
+    assert _reads_of_actions(cloud) == 1
+
+
+def test_active_instance_that_nova_finds_no_host_for_fails_at_once(db, cloud, nova, clock):
+    """Active before, in error after: the state alone says it; no instance action is read."""
+    run = make_run(db, nova, clock, wait_period_after_evacuation=600)
+    cloud.add_server("vm", host="compute-1")
+    _no_room(cloud)
+    moves.evacuate_and_confirm(run, _move(db, run, "vm"), None)
+    assert _status(db, run) == [("failed", "Failed to evacuate instance vm", None)]
+    assert clock.offset <= 1
+    assert _reads_of_actions(cloud) == 0
+
+
+def test_instance_in_error_that_never_moves_still_times_out(db, cloud, nova, clock):
+    """Accepted, no failure recorded, no move: the actions are read at each poll that finds
+    it in error on its host with no task, and it times out as before."""
+    run = make_run(db, nova, clock, wait_period_after_evacuation=5, verify_interval=1)
+    cloud.add_server("vm", host="compute-1", vm_state="error")
+    cloud.state_fault("never_move", "vm")
+    moves.evacuate_and_confirm(run, _move(db, run, "vm"), None)
+    assert _status(db, run) == [("failed", "Failed reason: timeout.", None)]
+    assert 1 <= _reads_of_actions(cloud) <= 7
+
+
+def test_an_earlier_failed_evacuation_is_not_this_one(db, cloud, nova, clock):
+    """Only an action recorded since this evacuation was sent counts: an earlier failure of
+    the same server does not end this one."""
+    cloud.add_server("vm", host="compute-1", vm_state="error")
+    _no_room(cloud)
+    nova.evacuate("vm")  # an earlier attempt, failed: an evacuate action in Error
+    cloud.update_service("compute-2", status="enabled", disabled_reason=None)
+    clock.advance(60)
+    run = make_run(db, nova, clock)
+    cloud.state_fault("never_move", "vm")
+    run.effects.evacuate("vm", None)
+    assert run.effects.evacuation_failed("vm") is False
+
+
+def test_the_batched_poll_recognises_it_too(db, cloud, nova, clock):
+    """The host's list shows it in error with no task; its actions are read once."""
+    poller = HostPoller(nova, interval=0.01)  # wall clock: the test's fake one never moves
+    poller.start()
+    try:
+        run = make_run(db, nova, clock, wait_period_after_evacuation=30)
+        run.host_poller = poller
+        cloud.add_server("vm", host="compute-1", vm_state="error")
+        _no_room(cloud)
+        moves.evacuate_and_confirm(run, _move(db, run, "vm"), None)
+    finally:
+        poller.stop()
+    assert _status(db, run) == [("failed", "Failed to evacuate instance vm", None)]
+    assert _reads_of_actions(cloud) == 1
