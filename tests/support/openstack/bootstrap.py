@@ -54,26 +54,17 @@ def write_configs(layout: Layout) -> None:
         (layout.dir(host) / "compute.conf").write_text(config.compute(layout, host))
 
 
-def create_databases(layout: Layout) -> None:
-    """Each service's database, empty (an earlier cloud's dropped first)."""
+def create_databases(layout: Layout, create: bool = True) -> None:
+    """Each service's database, empty (an earlier cloud's dropped first); only dropped
+    when not ``create``."""
     admin = sa.create_engine(layout.db_url + "/", isolation_level="AUTOCOMMIT")
     try:
         with admin.connect() as conn:
             for name in DATABASES:
-                conn.execute(sa.text(f"DROP DATABASE IF EXISTS `{layout.database(name)}`"))
-                conn.execute(
-                    sa.text(f"CREATE DATABASE `{layout.database(name)}` CHARACTER SET utf8mb4")
-                )
-    finally:
-        admin.dispose()
-
-
-def drop_databases(layout: Layout) -> None:
-    admin = sa.create_engine(layout.db_url + "/", isolation_level="AUTOCOMMIT")
-    try:
-        with admin.connect() as conn:
-            for name in DATABASES:
-                conn.execute(sa.text(f"DROP DATABASE IF EXISTS `{layout.database(name)}`"))
+                database = layout.database(name)
+                conn.execute(sa.text(f"DROP DATABASE IF EXISTS `{database}`"))
+                if create:
+                    conn.execute(sa.text(f"CREATE DATABASE `{database}` CHARACTER SET utf8mb4"))
     finally:
         admin.dispose()
 

@@ -144,7 +144,7 @@ class Cloud:
         for name in reversed(processes.names(self.layout)):
             processes.stop(self.layout, name, timeout=10)
         if purge:
-            bootstrap.drop_databases(self.layout)
+            bootstrap.create_databases(self.layout, create=False)
         if not quiet:
             print("stopped")
 
