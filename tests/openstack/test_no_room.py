@@ -83,7 +83,9 @@ def test_no_room_then_the_host_comes_back_before_the_retry(
     before = cloud.services()[FAILED]
     actions = {server: records.action_names(cloud, server) for server in servers}
     deployment.start_engine()
-    ended = deployment.wait_notification(nid, ("failed",), timeout=120)
+    ended = deployment.wait_notification(
+        nid, ("failed",), timeout=120, ends=("finished", "failed", "ignored")
+    )
 
     after = cloud.services()[FAILED]
     keys = ("status", "disabled_reason", "forced_down", "state")

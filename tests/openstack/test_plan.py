@@ -49,7 +49,7 @@ def test_the_plan_is_what_nova_receives(cloud: Cloud, masakari: Callable[..., Ma
     assert targets == {large: None, small[0]: "scheduler", small[1]: "scheduler"}
     readiness = deployment.api.get(f"/segments/{segment}/readiness", headers=V15).json()
     capacity = [f for f in readiness["readiness"]["findings"] if f["check"] == "capacity"]
-    assert [f["status"] for f in capacity] == ["FAILURE"], capacity
+    assert [f["status"] for f in capacity] == ["failure"], capacity
 
     cloud.kill_compute(FAILED)
     cloud.wait_computes([FAILED], "down", timeout=60)

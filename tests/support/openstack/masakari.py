@@ -252,9 +252,14 @@ class Masakari:
         return dict(answer.json()["notification"])
 
     def wait_notification(
-        self, uuid: str, statuses: tuple[str, ...] = ("finished",), timeout: float = 300
+        self,
+        uuid: str,
+        statuses: tuple[str, ...] = ("finished",),
+        timeout: float = 300,
+        ends: tuple[str, ...] = ("finished", "error", "failed", "ignored"),
     ) -> dict[str, Any]:
-        ends = ("finished", "error", "failed", "ignored")
+        """The notification once in one of ``statuses``; an AssertionError as soon as it is in
+        another of ``ends`` (leave "error" out to wait through a retry)."""
 
         def ended() -> dict[str, Any] | None:
             found = self.notification(uuid)
