@@ -1344,7 +1344,10 @@ def list_instance_actions(sim: NovaSimulator, req: Request) -> tuple[int, Any]:
     srv = sim._server(req.parts[1])
     if not req.is_admin and req.project_id != srv.tenant_id:
         raise NovaFault(404, f"Instance {srv.id} could not be found.")
-    actions = sorted(srv.actions, key=lambda a: a.start, reverse=True)
+    # Nova orders by created_at, then by id (the order recorded): of two actions recorded
+    # at the same time, the later one comes first.
+    order = {id(a): n for n, a in enumerate(srv.actions)}
+    actions = sorted(srv.actions, key=lambda a: (a.start, order[id(a)]), reverse=True)
     if req.microversion >= (2, 58):
         q = req.params
         if "marker" in q:
