@@ -1382,6 +1382,8 @@ def reset_state(sim: NovaSimulator, req: Request, srv: Server, arg: Any) -> tupl
     state = arg.get("state") if isinstance(arg, dict) else None
     if state not in ("active", "error"):
         raise NovaFault(400, "Invalid input for field/attribute state.")
+    # Nova's API records it too (nova/api/openstack/compute/admin_actions.py), once valid.
+    _record(sim, req, srv, "resetState")
     if not _ignored(sim, srv, "os-resetState"):
         srv.vm_state, srv.task_state = state, None
     return 202, None

@@ -554,3 +554,10 @@ def test_instance_actions_of_one_instant_list_the_last_recorded_first(
     nova.stop_server(VM)
     nova.unlock_server(VM)
     assert [a.action for a in nova.list_instance_actions(VM)] == ["unlock", "stop", "lock"]
+
+
+def test_reset_state_is_an_instance_action(sim: NovaSimulator, nova: NovaClient) -> None:
+    """Nova records os-resetState as the action "resetState"; a refused state records none."""
+    assert _status(lambda: nova.reset_state(VM, "deleted")) == 400
+    nova.reset_state(VM, "error")
+    assert [a.action for a in nova.list_instance_actions(VM)] == ["resetState"]
