@@ -1269,7 +1269,7 @@ def update_service(sim: NovaSimulator, req: Request) -> tuple[int, Any]:
         raise NovaFault(404, "Unknown action")
     svc = next((s for s in sim.services if s.id == req.parts[1]), None)
     if svc is None:
-        raise NovaFault(404, f"Service {req.parts[1]} not found.")
+        raise NovaFault(404, f"Service {req.parts[1]} could not be found.")
     body = req.body if isinstance(req.body, dict) else {}
     status, forced = body.get("status"), body.get("forced_down")
     if (

@@ -110,6 +110,14 @@ def test_service_updates(sim: NovaSimulator, nova: NovaClient) -> None:
     assert _status(lambda: nova.enable_service("no-such-service")) == 404
 
 
+def test_an_unknown_service_is_not_found_in_novas_words(nova: NovaClient) -> None:
+    unknown = "00000000-0000-4000-8000-000000000000"
+    with pytest.raises(NovaRequestError) as err:
+        nova.disable_service(unknown)
+    assert err.value.status == 404
+    assert err.value.detail.startswith(f"Service {unknown} could not be found. (HTTP 404)")
+
+
 def test_service_update_needs_2_53(sim: NovaSimulator) -> None:
     svc = sim.service("compute-1")["id"]
     resp = requests.put(
