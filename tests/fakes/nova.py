@@ -1428,7 +1428,7 @@ def evacuate(sim: NovaSimulator, req: Request, srv: Server, arg: Any) -> tuple[i
         raise NovaFault(400, f"Compute service of {srv.host} is still in use.")
     if target is not None:
         if sim._service_on(target) is None:
-            raise NovaFault(404, f"Compute host {target} could not be found.")
+            raise NovaFault(404, f"Compute host {target} not found.")  # the evacuate API's own
         if target == srv.host:
             raise NovaFault(400, "The target host can't be the same one.")
     _record(sim, req, srv, "evacuate")

@@ -231,6 +231,16 @@ def test_no_valid_destination_leaves_the_instance(
     assert (server.host, server.task_state) == ("compute-1", None)
 
 
+def test_evacuate_to_an_unknown_host_in_novas_words(
+    sim: NovaSimulator, clock: FakeClock, nova: NovaClient
+) -> None:
+    """The evacuate API words its 404 itself, not as ComputeHostNotFound."""
+    _fail_host(sim, clock)
+    with pytest.raises(NovaRequestError) as err:
+        nova.evacuate(VM, "compute-9")
+    assert err.value.detail.startswith("Compute host compute-9 not found. (HTTP 404)")
+
+
 def test_evacuate_target_checks(sim: NovaSimulator, clock: FakeClock, nova: NovaClient) -> None:
     _fail_host(sim, clock)
     assert _status(lambda: nova.evacuate(VM, "compute-9")) == 404
