@@ -529,6 +529,24 @@ def test_connections_beyond_the_limit_wait_for_a_free_one() -> None:
 # --- instance actions ---------------------------------------------------------------------
 
 
+def test_instance_actions_of_one_instant_list_the_last_recorded_first(
+    sim: NovaSimulator, nova: NovaClient
+) -> None:
+    """Nova sorts by created_at, then by id: actions recorded at the same time (the fake clock
+    stands still) still list newest first."""
+    nova.lock_server(VM)
+    nova.stop_server(VM)
+    nova.unlock_server(VM)
+    assert [a.action for a in nova.list_instance_actions(VM)] == ["unlock", "stop", "lock"]
+
+
+def test_reset_state_is_an_instance_action(sim: NovaSimulator, nova: NovaClient) -> None:
+    """Nova records os-resetState as the action "resetState"; a refused state records none."""
+    assert _status(lambda: nova.reset_state(VM, "deleted")) == 400
+    nova.reset_state(VM, "error")
+    assert [a.action for a in nova.list_instance_actions(VM)] == ["resetState"]
+
+
 def test_instance_actions_record_what_nova_accepted(
     sim: NovaSimulator, clock: FakeClock, nova: NovaClient
 ) -> None:
@@ -561,21 +579,3 @@ def test_instance_actions_record_what_nova_accepted(
     assert [(a["action"], "updated_at" in a) for a in first] == [("evacuate", True)]
     rest = listed("2.58", f"?limit=1&marker={first[0]['request_id']}")
     assert [a["action"] for a in rest] == ["lock"]
-
-
-def test_instance_actions_of_one_instant_list_the_last_recorded_first(
-    sim: NovaSimulator, nova: NovaClient
-) -> None:
-    """Nova sorts by created_at, then by id: actions recorded at the same time (the fake clock
-    stands still) still list newest first."""
-    nova.lock_server(VM)
-    nova.stop_server(VM)
-    nova.unlock_server(VM)
-    assert [a.action for a in nova.list_instance_actions(VM)] == ["unlock", "stop", "lock"]
-
-
-def test_reset_state_is_an_instance_action(sim: NovaSimulator, nova: NovaClient) -> None:
-    """Nova records os-resetState as the action "resetState"; a refused state records none."""
-    assert _status(lambda: nova.reset_state(VM, "deleted")) == 400
-    nova.reset_state(VM, "error")
-    assert [a.action for a in nova.list_instance_actions(VM)] == ["resetState"]
