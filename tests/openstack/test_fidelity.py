@@ -186,7 +186,7 @@ def _evacuated(world: World, with_events: bool) -> Recorder:
 
 
 def _settled_view(world: World, vm: str, source: str) -> Any:
-    return server_view(world.settle(vm), source)
+    return server_view(world.settle(vm, source), source)
 
 
 def evacuations(world: World) -> Recorder:
