@@ -9,6 +9,18 @@ disable, enable, force down), server actions (lock, stop, start, reset-state) an
 evacuations (refused while the source counts up, of active, stopped, error and locked servers,
 with no valid host), a service update to a dead compute Nova still counts up, and the instance
 actions Nova records for all of these.
+
+Strict xfails, each a known difference that is fixed elsewhere or later: the no-valid-host
+evacuation and the slow disable (the simulator of branch nova-fidelity matches the real Nova
+on both, seen on a trial merge: drop their marks once merged); the instance action events
+(that branch models an evacuation's; the real Nova also records api_lock, api_unlock,
+compute_stop_instance and compute_start_instance, and compute_stop_instance in the
+evacuation of a stopped server); and the checks Nova makes first (a service id must be a
+uuid, an evacuation's target before the server's state), whose simulator fixes touch lines
+that branch rewrites.
+
+Run: MASAKARI_REAL_OPENSTACK=STATE pytest -n 0 tests/openstack/test_fidelity.py (about 3
+minutes on a cloud of tools/openstack.sh up).
 """
 
 from __future__ import annotations
