@@ -1347,7 +1347,7 @@ def update_service(sim: NovaSimulator, req: Request) -> tuple[int, Any]:
         raise NovaFault(404, "Unknown action")
     svc = next((s for s in sim.services if s.id == req.parts[1]), None)
     if svc is None:
-        raise NovaFault(404, f"Service {req.parts[1]} not found.")
+        raise NovaFault(404, f"Service {req.parts[1]} could not be found.")
     body = req.body if isinstance(req.body, dict) else {}
     status, forced = body.get("status"), body.get("forced_down")
     if (
@@ -1428,7 +1428,10 @@ def list_instance_actions(sim: NovaSimulator, req: Request) -> tuple[int, Any]:
     srv = sim._server(req.parts[1])
     if not req.is_admin and req.project_id != srv.tenant_id:
         raise NovaFault(404, f"Instance {srv.id} could not be found.")
-    actions = sorted(srv.actions, key=lambda a: a.start, reverse=True)
+    # Nova orders by created_at, then by id (the order recorded): of two actions recorded
+    # at the same time, the later one comes first.
+    order = {id(a): n for n, a in enumerate(srv.actions)}
+    actions = sorted(srv.actions, key=lambda a: (a.start, order[id(a)]), reverse=True)
     if req.microversion >= (2, 58):
         q = req.params
         if "marker" in q:
@@ -1478,6 +1481,8 @@ def reset_state(sim: NovaSimulator, req: Request, srv: Server, arg: Any) -> tupl
     state = arg.get("state") if isinstance(arg, dict) else None
     if state not in ("active", "error"):
         raise NovaFault(400, "Invalid input for field/attribute state.")
+    # Nova's API records it too (nova/api/openstack/compute/admin_actions.py), once valid.
+    _record(sim, req, srv, "resetState")
     if not _ignored(sim, srv, "os-resetState"):
         srv.vm_state, srv.task_state = state, None
     return 202, None
@@ -1522,7 +1527,7 @@ def evacuate(sim: NovaSimulator, req: Request, srv: Server, arg: Any) -> tuple[i
         raise NovaFault(400, f"Compute service of {srv.host} is still in use.")
     if target is not None:
         if sim._service_on(target) is None:
-            raise NovaFault(404, f"Compute host {target} could not be found.")
+            raise NovaFault(404, f"Compute host {target} not found.")  # the evacuate API's own
         if target == srv.host:
             raise NovaFault(400, "The target host can't be the same one.")
     recorded = _record(sim, req, srv, "evacuate")

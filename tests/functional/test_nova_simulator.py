@@ -111,6 +111,14 @@ def test_service_updates(sim: NovaSimulator, nova: NovaClient) -> None:
     assert _status(lambda: nova.enable_service("no-such-service")) == 404
 
 
+def test_an_unknown_service_is_not_found_in_novas_words(nova: NovaClient) -> None:
+    unknown = "00000000-0000-4000-8000-000000000000"
+    with pytest.raises(NovaRequestError) as err:
+        nova.disable_service(unknown)
+    assert err.value.status == 404
+    assert err.value.detail.startswith(f"Service {unknown} could not be found. (HTTP 404)")
+
+
 def test_service_update_needs_2_53(sim: NovaSimulator) -> None:
     svc = sim.service("compute-1")["id"]
     resp = requests.put(
@@ -229,6 +237,16 @@ def test_no_valid_destination_leaves_the_instance_in_error(
         ("evacuate", "Error")
     ]
     assert sim.evacuations_accepted == {VM: 1}
+
+
+def test_evacuate_to_an_unknown_host_in_novas_words(
+    sim: NovaSimulator, clock: FakeClock, nova: NovaClient
+) -> None:
+    """The evacuate API words its 404 itself, not as ComputeHostNotFound."""
+    _fail_host(sim, clock)
+    with pytest.raises(NovaRequestError) as err:
+        nova.evacuate(VM, "compute-9")
+    assert err.value.detail.startswith("Compute host compute-9 not found. (HTTP 404)")
 
 
 def test_evacuate_target_checks(sim: NovaSimulator, clock: FakeClock, nova: NovaClient) -> None:
@@ -517,6 +535,24 @@ def test_connections_beyond_the_limit_wait_for_a_free_one() -> None:
 
 
 # --- instance actions ---------------------------------------------------------------------
+
+
+def test_instance_actions_of_one_instant_list_the_last_recorded_first(
+    sim: NovaSimulator, nova: NovaClient
+) -> None:
+    """Nova sorts by created_at, then by id: actions recorded at the same time (the fake clock
+    stands still) still list newest first."""
+    nova.lock_server(VM)
+    nova.stop_server(VM)
+    nova.unlock_server(VM)
+    assert [a.action for a in nova.list_instance_actions(VM)] == ["unlock", "stop", "lock"]
+
+
+def test_reset_state_is_an_instance_action(sim: NovaSimulator, nova: NovaClient) -> None:
+    """Nova records os-resetState as the action "resetState"; a refused state records none."""
+    assert _status(lambda: nova.reset_state(VM, "deleted")) == 400
+    nova.reset_state(VM, "error")
+    assert [a.action for a in nova.list_instance_actions(VM)] == ["resetState"]
 
 
 def test_instance_actions_record_what_nova_accepted(
