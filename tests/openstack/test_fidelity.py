@@ -37,9 +37,6 @@ from tests.openstack.fidelity import RealWorld, Recorder, SimWorld, World, compa
 from tests.support.openstack.cloud import Cloud, wait_for
 
 REASON = "Masakari detected host failed."
-CALIBRATED_ELSEWHERE = pytest.mark.xfail(
-    strict=True, reason="simulator calibrated on branch nova-fidelity"
-)
 Scenario = Callable[[World], Recorder]
 
 
@@ -242,7 +239,6 @@ def no_valid_host(world: World) -> Recorder:
     return rec
 
 
-@CALIBRATED_ELSEWHERE
 def test_evacuation_with_no_valid_host(cloud: Cloud, sim: SimWorld) -> None:
     play(no_valid_host, cloud, sim)
 
@@ -297,6 +293,5 @@ def slow_disable(world: World) -> Recorder:
     return rec
 
 
-@CALIBRATED_ELSEWHERE
 def test_disable_of_a_dead_host_still_counted_up(cloud: Cloud, sim: SimWorld) -> None:
     play(slow_disable, cloud, sim)
