@@ -92,7 +92,9 @@ def conf_text(
             "os_project_domain_name": "Default",
             "nova_catalog_admin_info": "compute:nova:publicURL",
             # The reference's API and engine share one process (reference_server.py), whose
-            # in-process bus this names; the project's find each other through the database.
+            # in-process bus this names. The project's API and engine each have a bus of their
+            # own then: the wake-up cast is lost and the engine finds a notification by its
+            # poll of the database (engine_poll_interval, 0.5 s), as with no transport_url.
             "transport_url": "fake://",
             **timings,
         },
