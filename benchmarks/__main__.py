@@ -29,6 +29,8 @@ class Benchmark:
     reference: str | None = None
     # A tool rather than a figure: listed, run by name, left out of ``all``.
     tool: bool = False
+    # Needs the real cloud running (tools/openstack.sh up): run by name, left out of ``all``.
+    cloud: bool = False
 
 
 BENCHMARKS = {
@@ -42,6 +44,8 @@ BENCHMARKS = {
     "fence": Benchmark("fence_bench"),
     "wakeup": Benchmark("wakeup_bench"),
     "metrics-cost": Benchmark("metrics_cost"),
+    "real-recovery": Benchmark("real_recovery", cloud=True),
+    "real-cloud-cost": Benchmark("real_cloud_cost", cloud=True),
     "profile": Benchmark("api_profile", tool=True),
 }
 
@@ -57,6 +61,7 @@ def listing() -> str:
     lines = ["benchmarks (python -m benchmarks NAME [OPTIONS...], or all):"]
     for name, bench in BENCHMARKS.items():
         note = " [tool, not in all]" if bench.tool else ""
+        note = " [needs tools/openstack.sh up, not in all]" if bench.cloud else note
         lines.append(f"  {name:<12} {summary(bench)}{note}")
     return "\n".join(lines)
 
@@ -73,7 +78,7 @@ def run_all(options: list[str]) -> int:
     args = parser.parse_args(options)
     failed = []
     for name, bench in BENCHMARKS.items():
-        if bench.tool:
+        if bench.tool or bench.cloud:
             continue
         given: list[str] = []
         if args.reference_venv and bench.reference == "--reference-venv":

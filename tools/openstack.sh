@@ -5,7 +5,8 @@
 #   tools/openstack.sh install      # .venv-openstack with tools/openstack/requirements.txt
 #   tools/openstack.sh up           # install if needed, then start (about a minute)
 #   tools/openstack.sh status|down|purge
-# Options after the action: --state DIR (.openstack-state), --computes N (3), --base-port P.
+# Options after the action: --state DIR (.openstack-state), --computes N (3), --base-port P,
+# --prefix NAME, --rpc-timeout S, --db-url URL (another MariaDB server).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${OPENSTACK_VENV:-.venv-openstack}

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.openstack.cloud import Cloud, wait_for
+from tests.support.openstack.cloud import Cloud
 from tests.support.openstack.masakari import Masakari
 
 HERE = Path(__file__).parent
@@ -34,42 +34,9 @@ def running_cloud() -> Cloud:
     return cloud
 
 
-def reset(cloud: Cloud) -> None:
-    """Every compute running, enabled and up; no server and no aggregate left."""
-    # Enabled before its nova-compute starts: the compute then clears the COMPUTE_STATUS_DISABLED
-    # trait of its resource provider at start (the scheduler skips a provider with it).
-    for service in cloud.services().values():
-        if service["status"] != "enabled":
-            cloud.nova.put(f"/os-services/{service['id']}", json={"status": "enabled"})
-    for host in cloud.layout.computes:
-        cloud.start_compute(host)
-    for service in cloud.services().values():
-        if service["forced_down"]:
-            # Refused (400) while the host has evacuations its restarted nova-compute has not
-            # completed yet (it does at start).
-            path = f"/os-services/{service['id']}"
-            wait_for(
-                f"{service['host']} no longer forced down",
-                lambda path=path: (
-                    cloud.nova.put(path, json={"forced_down": False}, raise_exc=False).ok
-                ),
-                90,
-                interval=2,
-            )
-    cloud.wait_computes(cloud.layout.computes, "up", timeout=90)
-    wait_for("no provider disabled", lambda: not cloud.disabled_providers(), 90, interval=1)
-    cloud.delete_all_servers()
-    for aggregate in cloud.nova.get("/os-aggregates").json()["aggregates"]:
-        for host in aggregate["hosts"]:
-            cloud.nova.post(
-                f"/os-aggregates/{aggregate['id']}/action", json={"remove_host": {"host": host}}
-            )
-        cloud.nova.delete(f"/os-aggregates/{aggregate['id']}")
-
-
 @pytest.fixture
 def cloud(running_cloud: Cloud) -> Cloud:
-    reset(running_cloud)
+    running_cloud.reset()
     return running_cloud
 
 

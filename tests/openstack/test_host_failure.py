@@ -4,32 +4,15 @@ actions, the failed host's service; and what masakari recorded."""
 
 from __future__ import annotations
 
-import configparser
 from collections.abc import Callable
-from pathlib import Path
-from typing import Any
 
 from tests.openstack import records
 from tests.support.openstack.cloud import Cloud
-from tests.support.openstack.masakari import Masakari
+from tests.support.openstack.masakari import Masakari, recommended
 from tests.support.tcpproxy import TCPProxy
 
-RECOMMENDED = Path(__file__).resolve().parents[2] / "etc" / "masakari" / "masakari.conf.recommended"
 FAILED = "compute-1"
 OTHERS = ["compute-2", "compute-3"]
-
-
-def recommended(**more: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """The recommended settings (tools/run-aio.sh --recommended), metrics off (each drill's
-    engines would share their port), and ``more``."""
-    parser = configparser.ConfigParser(interpolation=None)
-    parser.read(RECOMMENDED)
-    sections: dict[str, dict[str, Any]] = {name: dict(parser[name]) for name in parser.sections()}
-    sections["DEFAULT"] = dict(parser.defaults())
-    sections.pop("metrics", None)
-    for name, options in more.items():
-        sections.setdefault(name, {}).update(options)
-    return sections
 
 
 def _servers(cloud: Cloud) -> dict[str, str]:

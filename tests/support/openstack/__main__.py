@@ -1,6 +1,6 @@
 """The real control plane from the command line (tools/openstack.sh runs it).
 
-python -m tests.support.openstack up [--state DIR] [--venv DIR] [--computes N]
+python -m tests.support.openstack up [--state DIR] [--venv DIR] [--computes N] [--db-url URL]
 python -m tests.support.openstack status|down|purge [--state DIR]
 """
 
@@ -32,6 +32,12 @@ def main(argv: list[str]) -> int:
         "one machine need two prefixes, two states and two base ports",
     )
     parser.add_argument(
+        "--db-url",
+        default=Layout.db_url,
+        help="the MariaDB server of the cloud's databases (the machine's on port 3306): a cloud "
+        "beside others on one server may run out of its max_connections",
+    )
+    parser.add_argument(
         "--rpc-timeout",
         type=int,
         default=60,
@@ -46,6 +52,7 @@ def main(argv: list[str]) -> int:
             venv=args.venv.resolve(),
             base_port=args.base_port,
             computes=tuple(f"compute-{n}" for n in range(1, args.computes + 1)),
+            db_url=args.db_url,
             db_prefix=f"{args.prefix}_",
             vhost=args.prefix,
             rpc_response_timeout=args.rpc_timeout,

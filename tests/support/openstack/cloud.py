@@ -5,6 +5,7 @@
     cloud.up()                      # about a minute; cloud.json written into the state
     cloud = Cloud.load(Path("os-state"))   # in another process (a test), the same cloud
     cloud.kill_compute("compute-1")        # kill -9 of that host's nova-compute
+    cloud.reset()                          # every compute up and enabled, no server left
     cloud.nova.get("/os-services?binary=nova-compute")
     cloud.down()
 
@@ -147,6 +148,39 @@ class Cloud:
             bootstrap.create_databases(self.layout, create=False)
         if not quiet:
             print("stopped")
+
+    def reset(self) -> None:
+        """Every compute running, enabled and up; no server and no aggregate left."""
+        # Enabled before its nova-compute starts: the compute then clears the
+        # COMPUTE_STATUS_DISABLED trait of its resource provider at start (the scheduler skips
+        # a provider with it).
+        for service in self.services().values():
+            if service["status"] != "enabled":
+                self.nova.put(f"/os-services/{service['id']}", json={"status": "enabled"})
+        for host in self.layout.computes:
+            self.start_compute(host)
+        for service in self.services().values():
+            if service["forced_down"]:
+                # Refused (400) while the host has evacuations its restarted nova-compute has
+                # not completed yet (it does at start).
+                path = f"/os-services/{service['id']}"
+                wait_for(
+                    f"{service['host']} no longer forced down",
+                    lambda path=path: (
+                        self.nova.put(path, json={"forced_down": False}, raise_exc=False).ok
+                    ),
+                    90,
+                    interval=2,
+                )
+        self.wait_computes(self.layout.computes, "up", timeout=90)
+        wait_for("no provider disabled", lambda: not self.disabled_providers(), 90, interval=1)
+        self.delete_all_servers()
+        for aggregate in self.nova.get("/os-aggregates").json()["aggregates"]:
+            for host in aggregate["hosts"]:
+                self.nova.post(
+                    f"/os-aggregates/{aggregate['id']}/action", json={"remove_host": {"host": host}}
+                )
+            self.nova.delete(f"/os-aggregates/{aggregate['id']}")
 
     def status(self) -> dict[str, int | None]:
         return {name: processes.pid(self.layout, name) for name in processes.names(self.layout)}

@@ -6,10 +6,14 @@ masakari.conf, started from the console scripts.
         segment = m.api.post("/segments", json={...}).json()["segment"]
         m.report_host_down("compute-1")
         m.kill_engine()     # kill -9; m.start_engine() starts another
+
+ReferenceMasakari(python, cloud, state, ...) runs the reference, masakari 22.0.0, the same way
+from the same conf.
 """
 
 from __future__ import annotations
 
+import configparser
 import datetime
 import os
 import signal
@@ -24,6 +28,15 @@ from keystoneauth1 import adapter
 from masakari.db.database import Database
 from tests.support.openstack.cloud import Cloud, wait_for
 from tests.support.openstack.config import PASSWORD
+
+REPO = Path(__file__).resolve().parents[3]
+# The conformance suite's runner of the reference: its API and engine in one process.
+REFERENCE_SERVER = (
+    Path(os.environ.get("MASAKARI_SHARED_DIR", REPO.parent / "shared"))
+    / "conformance"
+    / "reference_server.py"
+)
+RECOMMENDED = REPO / "etc" / "masakari" / "masakari.conf.recommended"
 
 # Recoveries on the drills' scale: Nova counts a host down 10 s after its last heartbeat (the
 # drills mostly report once it does), a server evacuates in seconds; claims lost in 10 s so
@@ -42,9 +55,28 @@ DRILL_TIMINGS: dict[str, Any] = {
 }
 
 
+def recommended(**more: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The recommended settings (tools/run-aio.sh --recommended), metrics off (each drill's
+    engines would share their port), and ``more``."""
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.read(RECOMMENDED)
+    sections: dict[str, dict[str, Any]] = {name: dict(parser[name]) for name in parser.sections()}
+    sections["DEFAULT"] = dict(parser.defaults())
+    sections.pop("metrics", None)
+    for name, options in more.items():
+        sections.setdefault(name, {}).update(options)
+    return sections
+
+
 def conf_text(
-    cloud: Cloud, port: int, db_url: str, sections: Mapping[str, Mapping[str, Any]], state: Path
+    cloud: Cloud,
+    port: int,
+    db_url: str,
+    sections: Mapping[str, Mapping[str, Any]],
+    state: Path,
+    timings: Mapping[str, Any] = DRILL_TIMINGS,
 ) -> str:
+    """A masakari.conf both the project and the reference (masakari 22.0.0) read."""
     keystone = cloud.layout.url("keystone")
     base: dict[str, dict[str, Any]] = {
         "DEFAULT": {
@@ -60,9 +92,16 @@ def conf_text(
             "os_user_domain_name": "Default",
             "os_project_domain_name": "Default",
             "nova_catalog_admin_info": "compute:nova:publicURL",
-            **DRILL_TIMINGS,
+            # The reference's API and engine share one process (reference_server.py), whose
+            # in-process bus this names. The project's API and engine each have a bus of their
+            # own then: the wake-up cast is lost and the engine finds a notification by its
+            # poll of the database (engine_poll_interval, 0.5 s), as with no transport_url.
+            "transport_url": "fake://",
+            **timings,
         },
         "database": {"connection": db_url},
+        # The reference's host failure flow persists its progress there; the project has none.
+        "taskflow": {"connection": f"sqlite:///{state / 'taskflow.db'}"},
         "keystone_authtoken": {
             "www_authenticate_uri": keystone,
             "auth_url": keystone,
@@ -95,6 +134,7 @@ class Masakari:
         sections: Mapping[str, Mapping[str, Any]] | None = None,
         db_url: str | None = None,
         port: int | None = None,
+        timings: Mapping[str, Any] = DRILL_TIMINGS,
     ) -> None:
         self.cloud = cloud
         self.state = state
@@ -102,6 +142,7 @@ class Masakari:
         self.db_url = db_url or f"sqlite:///{state / 'masakari.db'}"
         self.conf = state / "masakari.conf"
         state.mkdir(parents=True, exist_ok=True)
+        self.timings = timings
         self.sections: dict[str, dict[str, Any]] = {}
         self.reconfigure(sections or {})
         self.api_proc: subprocess.Popen[bytes] | None = None
@@ -113,7 +154,7 @@ class Masakari:
         for name, options in sections.items():
             self.sections.setdefault(name, {}).update(options)
         self.conf.write_text(
-            conf_text(self.cloud, self.port, self.db_url, self.sections, self.state)
+            conf_text(self.cloud, self.port, self.db_url, self.sections, self.state, self.timings)
         )
 
     # --- processes --------------------------------------------------------------------------
@@ -274,3 +315,48 @@ class Masakari:
         if self._db is None:
             self._db = Database.from_url(self.db_url)
         return self._db
+
+
+class ReferenceMasakari(Masakari):
+    """The reference (masakari 22.0.0) in front of ``cloud`` from the same masakari.conf: API
+    and engine in one process (reference_server.py), run by ``python``, the reference's
+    virtualenv's (as tests/upgrade runs it, MASAKARI_REF_PYTHON)."""
+
+    def __init__(
+        self,
+        python: Path,
+        cloud: Cloud,
+        state: Path,
+        sections: Mapping[str, Mapping[str, Any]] | None = None,
+        db_url: str | None = None,
+        port: int | None = None,
+        timings: Mapping[str, Any] = DRILL_TIMINGS,
+    ) -> None:
+        super().__init__(cloud, state, sections, db_url, port, timings)
+        self.python = python
+
+    def start(self, engines: int = 1) -> Masakari:
+        """The one process (``engines`` is the project's notion: the reference has one engine,
+        in it); it migrates both databases before it serves."""
+        argv = [str(self.python), str(REFERENCE_SERVER), "--config-file", str(self.conf)]
+        with open(self.state / "reference.log", "ab") as log:
+            self.api_proc = subprocess.Popen(
+                [*argv, "--port", str(self.port)],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                # Not this checkout: the reference imports its own `masakari`.
+                cwd=self.state,
+                start_new_session=True,
+            )
+        proc = self.api_proc
+
+        def serving() -> bool:
+            assert proc.poll() is None, f"the reference exited: see {self.state}/reference.log"
+            return bool(self.api.get("/segments").ok)
+
+        wait_for("reference masakari", serving, 90)
+        return self
+
+    def start_engine(self) -> subprocess.Popen[bytes]:
+        raise NotImplementedError("the reference's engine runs in its API's process")
