@@ -512,6 +512,12 @@ class NovaSimulator:
         self.evacuation_ends: list[float] = []
         # When each server last arrived on an evacuation's destination (simulator clock).
         self.arrivals: dict[str, float] = {}
+        # Seconds between the moment an evacuation's destination clears the server's task
+        # (and sets its new vm_state) and the moment the server's host changes: a real Nova's
+        # resource tracker moves it a moment after the rebuild ends, so meanwhile the server
+        # shows no task on its failed host. 0 (the default): both at once.
+        self.host_move_lag = 0.0
+        self._host_moves: list[tuple[float, str, str]] = []  # (due, server, destination)
         self.service_down_time = service_down_time
         self.max_limit = max_limit
         # None: any password authenticates, like the conformance fake.
@@ -1093,6 +1099,7 @@ class NovaSimulator:
         their ends, starting queued ones as Nova slots free up (lock held). Runs on every
         request: the times are the exact ones whenever it runs."""
         now = self.clock.now()
+        self._move_hosts(now)
         done: set[int] = set()
         while True:
             self._start_queued(now)
@@ -1113,9 +1120,7 @@ class NovaSimulator:
             srv = self._server(ev.server)
             srv.task_state = None
             if ev.dest is not None:
-                self.placement.free(srv.id, self._hypervisor_of(srv.host))
-                srv.host = ev.dest
-                self.arrivals[srv.id] = ev.due or now
+                self._host_moves.append((ev.due or now, srv.id, ev.dest))
                 srv.vm_state = "active" if srv.vm_state == "error" else srv.vm_state
                 srv.power_state = 4 if srv.vm_state == "stopped" else 1
                 if ev.action is not None:
@@ -1139,6 +1144,18 @@ class NovaSimulator:
                             )
                         )
             self._start_queued(ev.due or now)
+        self._move_hosts(now)
+
+    def _move_hosts(self, now: float) -> None:
+        """The servers whose rebuild ended host_move_lag ago or more take their destination
+        as host, their source's allocation freed."""
+        for move in [m for m in self._host_moves if m[0] + self.host_move_lag <= now]:
+            self._host_moves.remove(move)
+            rebuilt, sid, dest = move
+            srv = self._server(sid)
+            self.placement.free(srv.id, self._hypervisor_of(srv.host))
+            srv.host = dest
+            self.arrivals[srv.id] = rebuilt + self.host_move_lag
 
     def _start_queued(self, at: float) -> None:
         """Queued evacuations take the free Nova slots, oldest first, starting at ``at``."""

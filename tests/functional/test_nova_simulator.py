@@ -703,6 +703,30 @@ def test_evacuate_checks_its_target_before_the_state_and_the_source(
     assert err.value.status == 409
 
 
+def test_a_host_move_lag_shows_a_rebuilt_server_on_its_failed_host_a_moment(
+    clock: FakeClock,
+) -> None:
+    """With host_move_lag, as in a real Nova, the rebuilt server's task clears (its event
+    recorded) before its host changes; by default both happen at once."""
+    with NovaSimulator(clock=clock, evacuate_delay=30) as sim:
+        sim.add_service("compute-1")
+        sim.add_service("compute-2")
+        sim.host_move_lag = 5
+        vm = sim.add_server(host="compute-1")
+        nova = sim.client()
+        _fail_host(sim, clock)
+        nova.evacuate(vm)
+
+        def seen() -> tuple[str | None, str | None, str]:
+            server = nova.get_server(vm)
+            return server.compute_host, server.task_state, server.vm_state
+
+        clock.advance(31)
+        assert seen() == ("compute-1", None, "active")
+        clock.advance(5)
+        assert seen() == ("compute-2", None, "active")
+
+
 def test_evacuating_from_a_dead_host_nova_still_counts_up_is_refused(
     sim: NovaSimulator, clock: FakeClock, nova: NovaClient
 ) -> None:
