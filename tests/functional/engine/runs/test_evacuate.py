@@ -247,7 +247,7 @@ def test_nova_error_text_is_the_vmove_message(db, cloud, nova, clock):
     assert re.fullmatch(
         r"Unexpected API Error\. \(HTTP 500\) \(Request-ID: req-[0-9a-f-]+\)", message
     )
-    assert cloud.actions("vm") == ["lock", "evacuate"]  # not evacuated again
+    assert cloud.actions("vm") == ["lock", "evacuate", "unlock"]
 
 
 def test_evacuation_that_cannot_start_counts_as_failed(db, cloud, nova, clock):
