@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import uuid as uuidlib
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -65,6 +66,8 @@ class VMoveData:
     dest_host: str | None
     status: str | None
     message: str | None
+    # When the move was marked ongoing, just before its evacuate was sent (engine clock).
+    start_time: datetime.datetime | None = None
 
 
 def _data(row: VMove) -> VMoveData:
@@ -77,6 +80,7 @@ def _data(row: VMove) -> VMoveData:
         dest_host=row.dest_host,
         status=row.status,
         message=row.message,
+        start_time=row.start_time,
     )
 
 

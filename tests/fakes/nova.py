@@ -176,8 +176,11 @@ class Server:
 @dataclasses.dataclass
 class ActionEvent:
     """One step of an instance action as Nova records it (nova/compute/utils.py
-    EventReporter): the conductor's ``rebuild_server`` of an evacuation, the compute's
-    ``compute_rebuild_instance``. ``result`` is "Success" or "Error"."""
+    EventReporter): the API's ``api_lock`` and ``api_unlock``, the compute's
+    ``compute_stop_instance`` and ``compute_start_instance``, and for an evacuation the
+    conductor's ``rebuild_server`` and the destination's ``compute_rebuild_instance`` (then
+    its ``compute_stop_instance`` for a stopped server). A reset-state records none.
+    ``result`` is "Success" or "Error"."""
 
     event: str
     start: float  # the simulator's clock
@@ -509,6 +512,12 @@ class NovaSimulator:
         self.evacuation_ends: list[float] = []
         # When each server last arrived on an evacuation's destination (simulator clock).
         self.arrivals: dict[str, float] = {}
+        # Seconds between the moment an evacuation's destination clears the server's task
+        # (and sets its new vm_state) and the moment the server's host changes: a real Nova's
+        # resource tracker moves it a moment after the rebuild ends, so meanwhile the server
+        # shows no task on its failed host. 0 (the default): both at once.
+        self.host_move_lag = 0.0
+        self._host_moves: list[tuple[float, str, str]] = []  # (due, server, destination)
         self.service_down_time = service_down_time
         self.max_limit = max_limit
         # None: any password authenticates, like the conformance fake.
@@ -1090,6 +1099,7 @@ class NovaSimulator:
         their ends, starting queued ones as Nova slots free up (lock held). Runs on every
         request: the times are the exact ones whenever it runs."""
         now = self.clock.now()
+        self._move_hosts(now)
         done: set[int] = set()
         while True:
             self._start_queued(now)
@@ -1110,9 +1120,7 @@ class NovaSimulator:
             srv = self._server(ev.server)
             srv.task_state = None
             if ev.dest is not None:
-                self.placement.free(srv.id, self._hypervisor_of(srv.host))
-                srv.host = ev.dest
-                self.arrivals[srv.id] = ev.due or now
+                self._host_moves.append((ev.due or now, srv.id, ev.dest))
                 srv.vm_state = "active" if srv.vm_state == "error" else srv.vm_state
                 srv.power_state = 4 if srv.vm_state == "stopped" else 1
                 if ev.action is not None:
@@ -1126,7 +1134,28 @@ class NovaSimulator:
                             host=ev.dest,
                         )
                     )
+                    if srv.vm_state == "stopped":
+                        # The rebuild powers a stopped server off again on its new host
+                        # (nova/compute/manager.py _do_rebuild_instance: stop_instance),
+                        # an event of the evacuate action.
+                        ev.action.events.append(
+                            ActionEvent(
+                                "compute_stop_instance", finished, finished, "Success", host=ev.dest
+                            )
+                        )
             self._start_queued(ev.due or now)
+        self._move_hosts(now)
+
+    def _move_hosts(self, now: float) -> None:
+        """The servers whose rebuild ended host_move_lag ago or more take their destination
+        as host, their source's allocation freed."""
+        for move in [m for m in self._host_moves if m[0] + self.host_move_lag <= now]:
+            self._host_moves.remove(move)
+            rebuilt, sid, dest = move
+            srv = self._server(sid)
+            self.placement.free(srv.id, self._hypervisor_of(srv.host))
+            srv.host = dest
+            self.arrivals[srv.id] = rebuilt + self.host_move_lag
 
     def _start_queued(self, at: float) -> None:
         """Queued evacuations take the free Nova slots, oldest first, starting at ``at``."""
@@ -1345,6 +1374,9 @@ def update_service(sim: NovaSimulator, req: Request) -> tuple[int, Any]:
     _require_admin(req, "os_compute_api:os-services:update")
     if req.microversion < (2, 53):
         raise NovaFault(404, "Unknown action")
+    if not _uuid_like(req.parts[1]):
+        # nova/api/openstack/compute/services.py update: the id is checked before the lookup.
+        raise NovaFault(400, f"Invalid uuid {req.parts[1]}")
     svc = next((s for s in sim.services if s.id == req.parts[1]), None)
     if svc is None:
         raise NovaFault(404, f"Service {req.parts[1]} could not be found.")
@@ -1375,6 +1407,15 @@ def update_service(sim: NovaSimulator, req: Request) -> tuple[int, Any]:
     if status is not None and sim.service_state(svc) == "up" and not svc.alive:
         req.hold = sim.rpc_response_timeout
     return 200, {"service": sim._service_view(svc)}
+
+
+def _uuid_like(value: str) -> bool:
+    """oslo_utils.uuidutils.is_uuid_like: a uuid in any of the forms uuid.UUID reads, given
+    back as its canonical form once lower-cased and stripped of dashes."""
+    try:
+        return str(uuid.UUID(value)).replace("-", "") == value.lower().replace("-", "")
+    except (TypeError, ValueError, AttributeError):
+        return False
 
 
 def list_servers(sim: NovaSimulator, req: Request) -> tuple[int, Any]:
@@ -1464,14 +1505,22 @@ def _ignored(sim: NovaSimulator, srv: Server, action: str) -> bool:
     return sim._take_fault(("ignore_action",), "POST", "", action, srv.id) is not None
 
 
+def _event(sim: NovaSimulator, recorded: InstanceAction, event: str, host: str | None) -> None:
+    """An event that succeeded at once, as the simulator carries out lock, unlock, stop and
+    start when it accepts them."""
+    now = sim.clock.now()
+    recorded.events.append(ActionEvent(event, now, now, "Success", host=host))
+
+
 def lock(sim: NovaSimulator, req: Request, srv: Server, arg: Any) -> tuple[int, Any]:
-    _record(sim, req, srv, "lock")
+    # The API locks the instance itself, inside an EventReporter (nova/compute/api.py lock).
+    _event(sim, _record(sim, req, srv, "lock"), "api_lock", "api")
     srv.locked = True
     return 202, None
 
 
 def unlock(sim: NovaSimulator, req: Request, srv: Server, arg: Any) -> tuple[int, Any]:
-    _record(sim, req, srv, "unlock")
+    _event(sim, _record(sim, req, srv, "unlock"), "api_unlock", "api")
     srv.locked = False
     return 202, None
 
@@ -1493,9 +1542,10 @@ def stop(sim: NovaSimulator, req: Request, srv: Server, arg: Any) -> tuple[int, 
         raise NovaFault(
             409, f"Cannot 'stop' instance {srv.id} while it is in vm_state {srv.vm_state}"
         )
-    _record(sim, req, srv, "stop")
+    recorded = _record(sim, req, srv, "stop")
     if not _ignored(sim, srv, "os-stop"):
         srv.vm_state, srv.power_state, srv.task_state = "stopped", 4, None
+        _event(sim, recorded, "compute_stop_instance", srv.host)
     return 202, None
 
 
@@ -1504,20 +1554,29 @@ def start(sim: NovaSimulator, req: Request, srv: Server, arg: Any) -> tuple[int,
         raise NovaFault(
             409, f"Cannot 'start' instance {srv.id} while it is in vm_state {srv.vm_state}"
         )
-    _record(sim, req, srv, "start")
+    recorded = _record(sim, req, srv, "start")
     if not _ignored(sim, srv, "os-start"):
         srv.vm_state, srv.power_state = "active", 1
+        _event(sim, recorded, "compute_start_instance", srv.host)
     return 202, None
 
 
 def evacuate(sim: NovaSimulator, req: Request, srv: Server, arg: Any) -> tuple[int, Any]:
-    """The checks in the order of the conformance fake; the move itself is an Evacuation
-    that _tick completes when it is due and its destination runs."""
+    """The checks in Nova's order (the target, the server's state, the source: the
+    conformance fake checks the state first); the move itself is an Evacuation that _tick
+    completes when it is due and its destination runs."""
     _require_admin(req, "os_compute_api:os-evacuate")
     arg = arg if isinstance(arg, dict) else {}
     if set(arg) - {"host", "force", "adminPass"}:
         raise NovaFault(400, "Invalid input for field/attribute evacuate.")
     target = arg.get("host")
+    # The evacuate API checks the target first (nova/api/openstack/compute/evacuate.py), then
+    # compute API's evacuate the server's state (check_instance_state), then the source.
+    if target is not None:
+        if sim._service_on(target) is None:
+            raise NovaFault(404, f"Compute host {target} not found.")
+        if target == srv.host:
+            raise NovaFault(400, "The target host can't be the same one.")
     if srv.vm_state not in ("active", "stopped", "error") or srv.task_state:
         raise NovaFault(
             409, f"Cannot 'evacuate' instance {srv.id} while it is in vm_state {srv.vm_state}"
@@ -1525,11 +1584,6 @@ def evacuate(sim: NovaSimulator, req: Request, srv: Server, arg: Any) -> tuple[i
     source = sim._service_on(srv.host)
     if source is not None and sim.service_state(source) == "up":
         raise NovaFault(400, f"Compute service of {srv.host} is still in use.")
-    if target is not None:
-        if sim._service_on(target) is None:
-            raise NovaFault(404, f"Compute host {target} not found.")  # the evacuate API's own
-        if target == srv.host:
-            raise NovaFault(400, "The target host can't be the same one.")
     recorded = _record(sim, req, srv, "evacuate")
     if _ignored(sim, srv, "evacuate"):
         return 200, None

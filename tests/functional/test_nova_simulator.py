@@ -108,7 +108,16 @@ def test_service_updates(sim: NovaSimulator, nova: NovaClient) -> None:
         "enabled",
         None,
     )
-    assert _status(lambda: nova.enable_service("no-such-service")) == 404
+    assert _status(lambda: nova.enable_service("00000000-0000-4000-8000-000000000000")) == 404
+
+
+def test_a_service_id_that_is_no_uuid_is_refused_first(nova: NovaClient) -> None:
+    """Nova checks the id's form before looking it up: 400, even for a host's name."""
+    for sid in ("no-such-service", "compute-1"):
+        with pytest.raises(NovaRequestError) as err:
+            nova.disable_service(sid)
+        assert err.value.status == 400
+        assert err.value.detail.startswith(f"Invalid uuid {sid} (HTTP 400)")
 
 
 def test_an_unknown_service_is_not_found_in_novas_words(nova: NovaClient) -> None:
@@ -555,6 +564,31 @@ def test_reset_state_is_an_instance_action(sim: NovaSimulator, nova: NovaClient)
     assert [a.action for a in nova.list_instance_actions(VM)] == ["resetState"]
 
 
+def test_lock_unlock_stop_and_start_record_their_events(
+    sim: NovaSimulator, nova: NovaClient
+) -> None:
+    """The API's api_lock and api_unlock, the compute's compute_stop_instance and
+    compute_start_instance, each a success; a reset-state records no event."""
+    nova.lock_server(VM)
+    nova.stop_server(VM)
+    nova.start_server(VM)
+    nova.unlock_server(VM)
+    nova.reset_state(VM, "error")
+    shown = [
+        (a.action, [e["event"] for e in _action(sim, VM, a.request_id, "2.84")["events"]])
+        for a in reversed(nova.list_instance_actions(VM))
+    ]
+    assert shown == [
+        ("lock", ["api_lock"]),
+        ("stop", ["compute_stop_instance"]),
+        ("start", ["compute_start_instance"]),
+        ("unlock", ["api_unlock"]),
+        ("resetState", []),
+    ]
+    events = _action(sim, VM, nova.list_instance_actions(VM)[-1].request_id, "2.84")["events"]
+    assert [(e["result"], e["details"]) for e in events] == [("Success", None)]
+
+
 def test_instance_actions_record_what_nova_accepted(
     sim: NovaSimulator, clock: FakeClock, nova: NovaClient
 ) -> None:
@@ -620,8 +654,9 @@ def test_a_failed_evacuation_shows_its_error_event(
 
 def test_a_successful_evacuation_shows_its_events(clock: FakeClock) -> None:
     """rebuild_server (the conductor) when accepted, compute_rebuild_instance once the
-    instance is rebuilt on its destination; the action's message stays null. A stopped
-    instance stays stopped, one in error comes back active, a locked one stays locked."""
+    instance is rebuilt on its destination, then compute_stop_instance for a stopped one;
+    the action's message stays null. A stopped instance stays stopped, one in error comes
+    back active, a locked one stays locked."""
     with NovaSimulator(clock=clock, evacuate_delay=30) as sim:
         sim.add_service("compute-1")
         sim.add_service("compute-2")
@@ -635,17 +670,61 @@ def test_a_successful_evacuation_shows_its_events(clock: FakeClock) -> None:
         events = _action(sim, stopped, action.request_id, "2.53")["events"]
         assert [(e["event"], e["result"]) for e in events] == [("rebuild_server", "Success")]
         clock.advance(31)
-        for sid, status in ((stopped, "SHUTOFF"), (broken, "ACTIVE")):
+        rebuilt = [("rebuild_server", "Success"), ("compute_rebuild_instance", "Success")]
+        for sid, status, events in (
+            (stopped, "SHUTOFF", [*rebuilt, ("compute_stop_instance", "Success")]),
+            (broken, "ACTIVE", rebuilt),
+        ):
             server = sim.server(sid)
             assert (server["OS-EXT-SRV-ATTR:host"], server["status"]) == ("compute-2", status)
             (action,) = nova.list_instance_actions(sid)
             shown = _action(sim, sid, action.request_id, "2.53")
             assert shown["message"] is None
-            assert [(e["event"], e["result"]) for e in shown["events"]] == [
-                ("rebuild_server", "Success"),
-                ("compute_rebuild_instance", "Success"),
-            ]
+            assert [(e["event"], e["result"]) for e in shown["events"]] == events
         assert sim.server(broken)["locked"] is True
+
+
+def test_evacuate_checks_its_target_before_the_state_and_the_source(
+    sim: NovaSimulator, nova: NovaClient
+) -> None:
+    """As Nova's evacuate API: an unknown target (404) or the server's own host (400) is
+    refused before the server's state or its source still counted up are looked at."""
+    nova.reset_state(VM, "error")
+    sim.update_server(VM, task_state="rebuilding")  # a state evacuate would refuse (409)
+    for target, status, said in (
+        ("nowhere", 404, "Compute host nowhere not found."),
+        ("compute-1", 400, "The target host can't be the same one."),
+    ):
+        with pytest.raises(NovaRequestError) as err:
+            nova.evacuate(VM, target)
+        assert (err.value.status, said in err.value.detail) == (status, True)
+    with pytest.raises(NovaRequestError) as err:
+        nova.evacuate(VM, "compute-2")
+    assert err.value.status == 409
+
+
+def test_a_host_move_lag_shows_a_rebuilt_server_on_its_failed_host_a_moment(
+    clock: FakeClock,
+) -> None:
+    """With host_move_lag, as in a real Nova, the rebuilt server's task clears (its event
+    recorded) before its host changes; by default both happen at once."""
+    with NovaSimulator(clock=clock, evacuate_delay=30) as sim:
+        sim.add_service("compute-1")
+        sim.add_service("compute-2")
+        sim.host_move_lag = 5
+        vm = sim.add_server(host="compute-1")
+        nova = sim.client()
+        _fail_host(sim, clock)
+        nova.evacuate(vm)
+
+        def seen() -> tuple[str | None, str | None, str]:
+            server = nova.get_server(vm)
+            return server.compute_host, server.task_state, server.vm_state
+
+        clock.advance(31)
+        assert seen() == ("compute-1", None, "active")
+        clock.advance(5)
+        assert seen() == ("compute-2", None, "active")
 
 
 def test_evacuating_from_a_dead_host_nova_still_counts_up_is_refused(

@@ -36,8 +36,7 @@ COMPUTES = ("compute-1", "compute-2", "compute-3")
 # The simulator's heartbeat window, as the real cloud's (tests/support/openstack/config.py).
 SERVICE_DOWN_TIME = 10.0
 # The simulator's rpc_response_timeout for a service update to a dead compute: short, since
-# what is compared is the order of effects and that the answer waited (the simulator
-# calibrated on branch nova-fidelity reads this attribute; without it, it answers at once).
+# what is compared is the order of effects and that the answer waited.
 SIM_RPC_RESPONSE_TIMEOUT = 3.0
 # Steps whose set-up differs by nature: a server the simulator is given was never created
 # through its API, so it has no "create" action.
@@ -138,8 +137,7 @@ class SimWorld:
         self.clock = FakeClock()
         self.sim = NovaSimulator(clock=self.clock, service_down_time=SERVICE_DOWN_TIME)
         self.rpc_response_timeout = SIM_RPC_RESPONSE_TIMEOUT
-        # Read by the simulator calibrated on branch nova-fidelity (a slow disable).
-        self.sim.rpc_response_timeout = SIM_RPC_RESPONSE_TIMEOUT  # type: ignore[attr-defined]
+        self.sim.rpc_response_timeout = SIM_RPC_RESPONSE_TIMEOUT  # a slow disable
         for host in COMPUTES:
             self.sim.add_service(host, vcpus=VCPUS, memory_mb=MEMORY_MB)
         self.nova = NovaClient(self.sim.session(timeout=120), policy=FAST, timeout=120)

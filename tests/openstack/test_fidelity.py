@@ -7,17 +7,14 @@ destination an evacuation picked is "another compute".
 The simulator's rules checked here are those masakari relies on: services (list, find,
 disable, enable, force down), server actions (lock, stop, start, reset-state) and their 409s,
 evacuations (refused while the source counts up, of active, stopped, error and locked servers,
-with no valid host), a service update to a dead compute Nova still counts up, and the instance
-actions Nova records for all of these.
+with no valid host), the checks Nova makes first (a service id must be a uuid, an
+evacuation's target before the server's state and its source), a service update to a dead
+compute Nova still counts up, and the instance actions Nova records for all of these, with
+their events.
 
-Strict xfails, each a known difference that is fixed elsewhere or later: the no-valid-host
-evacuation and the slow disable (the simulator of branch nova-fidelity matches the real Nova
-on both, seen on a trial merge: drop their marks once merged); the instance action events
-(that branch models an evacuation's; the real Nova also records api_lock, api_unlock,
-compute_stop_instance and compute_start_instance, and compute_stop_instance in the
-evacuation of a stopped server); and the checks Nova makes first (a service id must be a
-uuid, an evacuation's target before the server's state), whose simulator fixes touch lines
-that branch rewrites.
+No scenario is expected to differ. What the records cannot show: the moment between an
+evacuation's destination clearing the task and the server's host changing (the simulator's
+host_move_lag reproduces it; docs/real-openstack.md).
 
 Run: MASAKARI_REAL_OPENSTACK=STATE pytest -n 0 tests/openstack/test_fidelity.py (about 3
 minutes on a cloud of tools/openstack.sh up).
@@ -143,14 +140,13 @@ def test_evacuation_refused_while_the_source_counts_up(cloud: Cloud, sim: SimWor
     play(evacuation_refused, cloud, sim)
 
 
-# --- checks whose calibration waits for the merge with branch nova-fidelity ------------------
+# --- checks Nova makes first --------------------------------------------------------------
 
 
 def checks_before_state(world: World) -> Recorder:
     """What Nova checks before anything else: a service id must be a uuid (400), and an
     evacuation's target host is checked before the server's state and its source's
-    liveness. The simulator's fixes touch lines branch nova-fidelity rewrites
-    (test_effects.py's "svc-compute-1" ids, the lines before evacuate's _record)."""
+    liveness."""
     rec = Recorder(world)
     nova = world.nova
     vm = rec.name(world.boot("vm", "compute-1"), "vm")
@@ -160,10 +156,6 @@ def checks_before_state(world: World) -> Recorder:
     return rec
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="simulator fixes deferred until branch nova-fidelity is merged (they touch its lines)",
-)
 def test_checks_before_state(cloud: Cloud, sim: SimWorld) -> None:
     play(checks_before_state, cloud, sim)
 
@@ -210,11 +202,6 @@ def test_evacuations(cloud: Cloud, sim: SimWorld) -> None:
     play(evacuations, cloud, sim)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="instance action events: simulator calibrated on branch nova-fidelity (its evacuate "
-    "events and the GET of one action); lock/unlock/stop/start events not modelled there",
-)
 def test_evacuation_events(cloud: Cloud, sim: SimWorld) -> None:
     play(evacuation_events, cloud, sim)
 

@@ -23,7 +23,9 @@ from tests.functional.engine.runs.conftest import make_run, task_rows
 from tests.support import rows
 
 NOW = datetime.datetime(2026, 1, 1)
-SERVICE = Service("svc-compute-1", host="compute-1")
+# Nova's service ids are uuids: PUT /os-services/{id} answers 400 to any other.
+SERVICE_ID = "5d3f7c4e-8a51-4c62-9f0b-2e7d6a1c9b40"
+SERVICE = Service(SERVICE_ID, host="compute-1")
 
 # Every change Effects makes in Nova: (method, arguments).
 NOVA_CHANGES: list[tuple[str, tuple[Any, ...]]] = [
@@ -60,7 +62,7 @@ def world(db, sim):
     _, hosts = rows.segment_with_hosts(
         db, "compute-1", "reserved-1", reserved=("reserved-1",), recovery_method="reserved_host"
     )
-    sim.add_service("compute-1", id="svc-compute-1", state="down")
+    sim.add_service("compute-1", id=SERVICE_ID, state="down")
     sim.add_service("compute-2")
     sim.add_server("vm", host="compute-1")
     sim.add_aggregate(1, "a", ["compute-1"])
@@ -364,9 +366,9 @@ def test_nova_changes_while_the_lease_runs(db, sim, nova, clock, world):
     effects.start_server("vm")
     effects.add_host_to_aggregate(1, "compute-2")
     assert [(c["method"], c["path"], c["body"]) for c in sim.nova_calls()] == [
-        ("PUT", "/os-services/svc-compute-1", {"forced_down": True}),
-        ("PUT", "/os-services/svc-compute-1", {"status": "disabled", "disabled_reason": "why"}),
-        ("PUT", "/os-services/svc-compute-1", {"status": "enabled"}),
+        ("PUT", f"/os-services/{SERVICE_ID}", {"forced_down": True}),
+        ("PUT", f"/os-services/{SERVICE_ID}", {"status": "disabled", "disabled_reason": "why"}),
+        ("PUT", f"/os-services/{SERVICE_ID}", {"status": "enabled"}),
         ("POST", "/servers/vm/action", {"os-resetState": {"state": "error"}}),
         ("POST", "/servers/vm/action", {"evacuate": {"host": "compute-2"}}),
         ("POST", "/servers/vm/action", {"os-stop": None}),

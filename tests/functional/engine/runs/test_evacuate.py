@@ -416,6 +416,30 @@ def test_next_attempt_settles_an_evacuation_left_ongoing(db, cloud, nova, clock)
     assert _status(db, run) == [("succeeded", None, "compute-2")]
 
 
+def test_next_attempt_waits_for_the_host_of_an_instance_rebuilt_to_move(db, cloud, nova, clock):
+    """The lost engine's evacuation was rebuilt: Nova cleared its task, but (as a real Nova's
+    resource tracker does a moment later) has not moved its host yet. Not an evacuation that
+    never happened: waited for, and recorded as done where it went."""
+    run = make_run(db, nova, clock)
+    cloud.set_evacuate_delay(10)
+    cloud.host_move_lag = 3 * run.conf.verify_interval
+    cloud.add_server("vm", host="compute-1", metadata={"HA_Enabled": "True"})
+    move = _move(db, run, "vm")
+    transaction(
+        db,
+        lambda s: db_vmoves.update(s, move.id, {"status": "ongoing", "start_time": clock.now()}),
+    )
+    nova.lock_server("vm")  # what the lost engine did before it was lost
+    nova.evacuate("vm")
+    clock.advance(10)
+    seen = cloud.server("vm")
+    assert (seen["OS-EXT-SRV-ATTR:host"], seen["OS-EXT-STS:task_state"]) == ("compute-1", None)
+    with pytest.raises(exception.SkipHostRecovery):
+        _host_flow(run)
+    assert _status(db, run) == [("succeeded", None, "compute-2")]
+    assert cloud.actions("vm") == ["lock", "evacuate"]  # not evacuated again
+
+
 def test_next_attempt_fails_an_evacuation_that_never_happened(db, cloud, nova, clock):
     run = make_run(db, nova, clock)
     cloud.add_server("vm", host="compute-1", metadata={"HA_Enabled": "True"})
