@@ -21,5 +21,7 @@ cleanup() {
 trap cleanup EXIT
 require=()
 [ "${CI:-}" = "true" ] && require=(--require-servers)
+# A temporary directory of its own: another pytest run meanwhile (.ci/run runs the suite beside
+# it) prunes the numbered ones under /tmp/pytest-of-USER, the drills' masakari state among them.
 MASAKARI_REAL_OPENSTACK=$state .venv/bin/pytest -q -n 0 -p no:cacheprovider "${require[@]}" \
-  tests/openstack "$@"
+  --basetemp "$state/pytest" --durations 10 tests/openstack "$@"
