@@ -137,42 +137,44 @@ class NovaChanges:
     # is judged by reading the service, not sent to wait as long again.
 
     def disable_service(self, service: Service, reason: str | None) -> None:
-        self._checked(
-            "PUT /os-services/{id}",
-            lambda: self._nova.disable_service(service.id, reason),
-            lambda: self._service_shows(service, status="disabled"),
+        self._update_service(
+            service, lambda: self._nova.disable_service(service.id, reason), status="disabled"
         )
 
     def enable_service(self, service: Service) -> None:
-        self._checked(
-            "PUT /os-services/{id}",
-            lambda: self._nova.enable_service(service.id),
-            lambda: self._service_shows(service, status="enabled"),
+        self._update_service(
+            service, lambda: self._nova.enable_service(service.id), status="enabled"
         )
 
     def force_down_service(self, service: Service) -> None:
-        self._checked(
-            "PUT /os-services/{id}",
-            lambda: self._nova.force_down_service(service.id, True),
-            lambda: self._service_shows(service, forced_down=True),
+        self._update_service(
+            service, lambda: self._nova.force_down_service(service.id, True), forced_down=True
         )
 
     def unset_forced_down(self, service: Service) -> None:
-        self._checked(
-            "PUT /os-services/{id}",
-            lambda: self._nova.force_down_service(service.id, False),
-            lambda: self._service_shows(service, forced_down=False),
+        self._update_service(
+            service, lambda: self._nova.force_down_service(service.id, False), forced_down=False
         )
 
-    def _service_shows(
-        self, service: Service, status: str | None = None, forced_down: bool | None = None
-    ) -> bool:
-        for now in self.reads.find_compute_services(service.host):
-            if now.id == service.id:
-                return (status is None or now.status == status) and (
-                    forced_down is None or now.forced_down is forced_down
-                )
-        return False
+    def _update_service(
+        self,
+        service: Service,
+        send: Callable[[], None],
+        status: str | None = None,
+        forced_down: bool | None = None,
+    ) -> None:
+        """One checked service update: made once the service shows ``status`` and
+        ``forced_down`` (those given)."""
+
+        def made() -> bool:
+            for now in self.reads.find_compute_services(service.host):
+                if now.id == service.id:
+                    return (status is None or now.status == status) and (
+                        forced_down is None or now.forced_down is forced_down
+                    )
+            return False
+
+        self._checked("PUT /os-services/{id}", send, made)
 
     def reset_state(self, instance_uuid: str, state: str) -> None:
         self._nova_call(lambda: self._nova.reset_state(instance_uuid, state))

@@ -57,7 +57,7 @@ def main(argv: list[str]) -> int:
             vhost=args.prefix,
             rpc_response_timeout=args.rpc_timeout,
         )
-        Cloud.create(layout).up()
+        Cloud(layout).up()
         print(f"ready: export MASAKARI_REAL_OPENSTACK={state}")
         return 0
     if not (state / STATE_FILE).exists():

@@ -1,7 +1,7 @@
 """A real OpenStack control plane on loopback: upstream Keystone, Placement, Glance and Nova
 (API, conductor, scheduler, one nova-compute per fake host with Nova's own fake virt driver).
 
-    cloud = Cloud.create(Layout(state=Path("os-state"), venv=Path(".venv-openstack")))
+    cloud = Cloud(Layout(state=Path("os-state"), venv=Path(".venv-openstack")))
     cloud.up()                      # about a minute; cloud.json written into the state
     cloud = Cloud.load(Path("os-state"))   # in another process (a test), the same cloud
     cloud.kill_compute("compute-1")        # kill -9 of that host's nova-compute
@@ -65,10 +65,6 @@ class Cloud:
     flavors: dict[str, str] = dataclasses.field(default_factory=dict)
 
     # --- life -------------------------------------------------------------------------------
-
-    @classmethod
-    def create(cls, layout: Layout) -> Cloud:
-        return cls(layout)
 
     @classmethod
     def load(cls, state: Path) -> Cloud:
