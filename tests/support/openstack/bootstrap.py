@@ -208,7 +208,8 @@ def image_and_flavors(admin: Any) -> dict[str, Any]:
         endpoint_filter=image_filter,
     )
     flavors = {}
-    compute = {"service_type": "compute", "interface": "public"}
+    # By name: the catalog's second compute entry, nova-drill, is a drill's proxy.
+    compute = {"service_type": "compute", "service_name": "nova", "interface": "public"}
     for name, (vcpus, ram) in FLAVORS.items():
         flavor = admin.post(
             "/flavors",
