@@ -27,6 +27,7 @@ counts up, and an evacuation with no valid host putting the instance in error wi
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
 import itertools
@@ -38,7 +39,7 @@ import sys
 import threading
 import uuid
 import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import parse_qsl, urlencode, urlsplit
@@ -437,13 +438,13 @@ class _Server(ThreadingHTTPServer):
         """With ``max_connections`` open ones, the next is not served until one closes; the
         accept loop waits meanwhile, so that new connections queue in the listen backlog,
         and beyond it the kernel drops them (the client's connect times out)."""
-        limit = self.sim.max_connections
-        with self.sim.connection_slots:
-            if limit is not None and self.sim.open_connections >= limit:
-                self.sim.queued_connections += 1
-                while self.sim.open_connections >= limit and not self.sim._stopping.is_set():
-                    self.sim.connection_slots.wait(0.05)
-            self.sim.open_connections += 1
+        sim = self.sim
+        with sim.connection_slots:
+            if sim.max_connections is not None and not sim._slot_free():
+                sim.queued_connections += 1
+                while not sim._slot_free() and not sim._stopping.is_set():
+                    sim.connection_slots.wait(0.05)
+            sim.open_connections += 1
         return True
 
     def shutdown_request(self, request: Any) -> None:
@@ -497,6 +498,7 @@ class NovaSimulator:
         self.max_connections = max_connections
         self.open_connections = 0
         self.queued_connections = 0  # connections that had to wait for a free one
+        self.slots_held = False  # every slot taken, as by other clients (occupy_slots)
         self.connection_slots = threading.Condition()
         # The flaky mode (see flaky()); its draws come from a generator of their own.
         self.flakiness: Flaky | None = None
@@ -997,6 +999,27 @@ class NovaSimulator:
             self.backlog = backlog
             if self._httpd is not None:
                 self._httpd.socket.listen(backlog)
+
+    def _slot_free(self) -> bool:
+        """Under connection_slots."""
+        limit = self.max_connections
+        if limit is None:
+            return True
+        return not self.slots_held and self.open_connections < limit
+
+    @contextlib.contextmanager
+    def occupy_slots(self) -> Iterator[None]:
+        """Every connection slot taken meanwhile, as by other clients of a busy Nova: a
+        connection made now waits in the listen backlog (or is dropped beyond it), whatever
+        the machine's speed."""
+        with self.connection_slots:
+            self.slots_held = True
+        try:
+            yield
+        finally:
+            with self.connection_slots:
+                self.slots_held = False
+                self.connection_slots.notify_all()
 
     def roll_flaky(self) -> str | None:
         with self.lock:

@@ -47,6 +47,10 @@ OPTIONS = {
     "engine_claim_renew_interval": 2,
     "engine_claim_margin": 5,
     "nova_api_timeout": TIMEOUT,
+    # A recovery that a machine's load pushed past its retries ends in ``error``, which the
+    # retry task runs once more, as in production: the drill waits for that retry rather
+    # than for the machine to be fast (each error and its reason is printed).
+    "process_unfinished_notifications_interval": 5,
 }
 
 
@@ -144,12 +148,25 @@ class Drill:
         self.dep.close()
 
 
-def _run(drill: Drill, timeout: float) -> dict[str, Any]:
+def _run(drill: Drill, timeout: float, crowded: bool = False) -> dict[str, Any]:
+    """With ``crowded``, Nova's connection slots are all taken while the failures are
+    reported, until an engine's connection has had to wait for one."""
     started = time.monotonic()
-    nids = drill.report()
+    if crowded:
+        with drill.sim.occupy_slots():
+            nids = drill.report()
+            wait_for(lambda: drill.sim.queued_connections > 0, 30, "a connection queued")
+    else:
+        nids = drill.report()
+    errors: dict[str, str | None] = {}
 
     def settled() -> bool:
-        return all(s not in ("new", "running") for s in drill.statuses(nids).values())
+        current = drill.statuses(nids)
+        for nid, status in current.items():
+            if status == "error" and nid not in errors:
+                errors[nid] = _failure_reason(drill, nid)
+        # ``error`` is not an end: the retry task runs it again (to finished or failed)
+        return all(s not in ("new", "running", "error") for s in current.values())
 
     wait_for(settled, timeout, "every notification settles", interval=0.5)
     finished_at = time.monotonic()
@@ -165,14 +182,13 @@ def _run(drill: Drill, timeout: float) -> dict[str, Any]:
             }
         )
     why = {
-        nid: drill.dep.request("GET", f"/v1/notifications/{nid}", version="1.4")
-        .json["notification"]
-        .get("failure_reason")
+        nid: _failure_reason(drill, nid)
         for nid, status in drill.statuses(nids).items()
         if status != "finished"
     }
     numbers = {
         "why": why,
+        "errors_retried": errors,
         "notifications": len(nids),
         "statuses": sorted(drill.statuses(nids).values()),
         "evacuations": dict(drill.sim.evacuations_accepted),
@@ -186,8 +202,13 @@ def _run(drill: Drill, timeout: float) -> dict[str, Any]:
     return numbers
 
 
+def _failure_reason(drill: Drill, nid: str) -> str | None:
+    answer = drill.dep.request("GET", f"/v1/notifications/{nid}", version="1.4")
+    return answer.json["notification"].get("failure_reason")
+
+
 def _assert_recovered(drill: Drill, numbers: dict[str, Any]) -> None:
-    assert numbers["statuses"] == ["finished"] * numbers["notifications"]
+    assert numbers["statuses"] == ["finished"] * numbers["notifications"], numbers["why"]
     # exactly one evacuate acted on per server of a failed host, none for the others
     assert numbers["evacuations"] == dict.fromkeys(drill.servers, 1)
     for sid, failed_host in drill.servers.items():
@@ -224,7 +245,9 @@ def test_rack_failure_with_refused_connections(
     """40 of 48 hosts fail at once (80 evacuations) behind a Nova that serves 16 connections
     at once with a listen backlog of 4 (beyond it, the kernel drops new connections: the
     client's connect times out), on top of the flaky mode; and 20 behind one that serves 6,
-    far fewer than the engines' appetite: slower, nothing lost (docs/nova.md, "Retries")."""
+    far fewer than the engines' appetite: slower, nothing lost (docs/nova.md, "Retries").
+    Every slot is taken while the failures are reported, so the engines' first connections
+    wait in the backlog on a fast machine too."""
     for url in _backend_url(backend, tmp_path):
         drill = Drill(
             url,
@@ -236,10 +259,9 @@ def test_rack_failure_with_refused_connections(
         )
         try:
             drill.sim.flaky(reset=0.03, unavailable=0.03, late=0.02, late_seconds=LATE, seed=40)
-            numbers = _run(drill, timeout=300)
+            numbers = _run(drill, timeout=300, crowded=True)
         finally:
             drill.close()
-        assert numbers["queued"] > 0
         _assert_recovered(drill, numbers)
 
 
