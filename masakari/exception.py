@@ -200,10 +200,6 @@ class SkipInstanceRecovery(SkipRecovery):
     msg_fmt = "Skipping execution of instance recovery workflow."
 
 
-class SkipProcessRecovery(SkipRecovery):
-    msg_fmt = "Skipping execution of process recovery workflow."
-
-
 class IgnoreInstanceRecovery(MasakariError):
     msg_fmt = "Instance recovery is ignored."
 
@@ -234,10 +230,6 @@ class LockAlreadyAcquired(MasakariError):
 
 class InstanceEvacuateFailed(MasakariError):
     msg_fmt = "Failed to evacuate instance %(instance_uuid)s"
-
-
-class SegmentDisabled(MasakariError):
-    msg_fmt = "Failover segment is disabled."
 
 
 class InvalidConfiguration(MasakariError):

@@ -38,10 +38,5 @@ def build_opts() -> list[cfg.Opt]:
     ]
 
 
-def state_path_def(*parts: str) -> str:
-    """A path under ``$state_path``, left for oslo.config to interpolate."""
-    return os.path.join("$state_path", *parts)
-
-
 def list_opts() -> list[tuple[str | cfg.OptGroup, list[cfg.Opt]]]:
     return [(GROUP, build_opts())]
