@@ -19,6 +19,7 @@ import webob.exc
 from masakari import context, exception
 from masakari.api import errors, microversion, outage
 from masakari.compute import nova
+from masakari.db import database
 
 LOG = logging.getLogger(__name__)
 
@@ -65,11 +66,27 @@ UNEXPECTED = (
 
 
 def status_and_message(exc: BaseException) -> tuple[int, str]:
-    """The HTTP status and the client-visible message for ``exc``."""
+    """The HTTP status and the client-visible message for ``exc``, logged and counted (an
+    unreachable database in the outage log)."""
+    status, message = classify(exc)
+    if status == 503 and database.unreachable(exc):
+        outage.OUTAGES.failed(exc)
+    elif isinstance(exc, exception.PlacementUnavailable):
+        LOG.warning("%s", exc)
+    elif isinstance(exc, exception.NovaError):
+        if status != 403:
+            LOG.error("Nova request failed: %s", exc)
+    elif status == 500:
+        LOG.exception("Unexpected error", exc_info=exc)
+    return status, message
+
+
+def classify(exc: BaseException) -> tuple[int, str]:
+    """The status and message for ``exc``, with no side effect: the one place that decides
+    them (the answer, and the code counted by the notification metrics)."""
     if isinstance(exc, UnicodeDecodeError):
         return 400, BAD_ENCODING
-    if outage.is_unreachable(exc):
-        outage.OUTAGES.failed(exc)
+    if database.unreachable(exc):
         return 503, outage.MESSAGE
     if isinstance(exc, webob.exc.HTTPRequestEntityTooLarge):
         # oslo.middleware's size limit raises it while a body without Content-Length is
@@ -82,9 +99,7 @@ def status_and_message(exc: BaseException) -> tuple[int, str]:
             return 403, exc.format_message()
         if isinstance(exc, exception.PlacementUnavailable):
             # Only the 1.5 routes read Placement: they name it, as masakari-manage does.
-            LOG.warning("%s", exc)
             return 503, exc.format_message()
-        LOG.error("Nova request failed: %s", exc)
         unavailable = nova.unavailable_message(exc)
         if unavailable is not None:
             return 500, unavailable
@@ -94,7 +109,6 @@ def status_and_message(exc: BaseException) -> tuple[int, str]:
         if status is not None:
             assert isinstance(exc, exception.MasakariError)
             return status, exc.format_message()
-    LOG.exception("Unexpected error", exc_info=exc)
     return 500, UNEXPECTED % type(exc)
 
 
@@ -150,7 +164,7 @@ class FaultWrapper:
         except UnicodeDecodeError:
             return fault(400, BAD_ENCODING)(environ, start_response)
         except Exception as exc:
-            if outage.is_unreachable(exc):
+            if database.unreachable(exc):
                 return from_exception(exc, None)(environ, start_response)
             LOG.exception(
                 "Caught error on %s %s", environ.get("REQUEST_METHOD"), environ.get("PATH_INFO")

@@ -13,28 +13,11 @@ from __future__ import annotations
 import logging
 import threading
 
-import sqlalchemy as sa
-from oslo_db import exception as db_exc
-
 LOG = logging.getLogger(__name__)
 
 MESSAGE = "The database is unreachable; retry later."
 # Seconds a client is told to wait (Retry-After) before it tries again.
 RETRY_AFTER = 5
-
-
-def is_unreachable(exc: BaseException) -> bool:
-    """Whether ``exc`` says the database could not be reached (not that a query failed)."""
-    if isinstance(exc, db_exc.DBConnectionError):
-        return True
-    if isinstance(exc, sa.exc.DBAPIError) and exc.connection_invalidated:
-        return True
-    # A driver error with no statement was raised while connecting: oslo.db translates a
-    # connection lost under a query, but a new connection refused reaches us untranslated.
-    if isinstance(exc, sa.exc.OperationalError | sa.exc.InterfaceError) and not exc.statement:
-        return True
-    # Every pooled connection busy past [database] pool_timeout: a saturated or hung server.
-    return isinstance(exc, sa.exc.TimeoutError)
 
 
 class OutageLog:

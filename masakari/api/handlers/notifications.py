@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from masakari import exception, metrics
-from masakari.api import faults, handlers, listjson, notify, outage, validation, views
+from masakari.api import faults, handlers, listjson, notify, validation, views
 from masakari.api.request import ApiRequest, Reply, accepted, ok
 from masakari.api.schemas import notifications as schemas
 from masakari.ha import notifications as notifications_api
@@ -86,20 +86,10 @@ def create(req: ApiRequest) -> Reply:
     try:
         reply = _create(req)
     except Exception as exc:
-        metrics.notification_received(_reported_type(req), _answer_code(exc))
+        metrics.notification_received(_reported_type(req), faults.classify(exc)[0])
         raise
     metrics.notification_received(_reported_type(req), reply.status)
     return reply
-
-
-def _answer_code(exc: Exception) -> int:
-    # As faults.status_and_message decides, without its side effects (outage bookkeeping).
-    if outage.is_unreachable(exc):
-        return 503
-    for cls in type(exc).__mro__:
-        if cls in faults.STATUSES:
-            return faults.STATUSES[cls]
-    return 500
 
 
 def _reported_type(req: ApiRequest) -> str:
