@@ -136,6 +136,19 @@ class Service:
         """Enabled and up: where Nova's scheduler may place."""
         return self.status == "enabled" and self.state == "up"
 
+    def heartbeat_age(self, asked: datetime.datetime) -> float | None:
+        """Seconds since the last heartbeat, counted from when Nova was asked (an answer
+        that comes late makes a heartbeat look younger, never older); None without one."""
+        if self.updated_at is None:
+            return None
+        return max((asked - self.updated_at).total_seconds(), 0.0)
+
+    def looks_down(self, asked: datetime.datetime, grace: float) -> bool:
+        """The one judgement of a silent nova-compute, the detector's and the engine's: Nova
+        counts it down, or its last heartbeat is older than ``grace`` seconds."""
+        age = self.heartbeat_age(asked)
+        return self.state == "down" or (age is not None and age > grace)
+
 
 def _time(value: Any) -> datetime.datetime | None:
     """Nova's timestamps (ISO 8601, UTC, usually without a zone) as naive UTC."""

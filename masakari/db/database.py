@@ -127,17 +127,39 @@ def lost_lock_race(exc: BaseException) -> bool:
 
 
 def unreachable(exc: BaseException) -> bool:
-    """The database could not be reached or dropped the connection (a restart, a cut)."""
-    if isinstance(exc, db_exc.DBConnectionError):
+    """Whether ``exc`` says the database could not be reached or is not serving (a restart,
+    a cut, a Galera node out of its cluster, every pooled connection busy), not that a query
+    failed on a live connection: the one judgement behind the API's 503 and the engine's
+    waiting out an outage."""
+    if isinstance(exc, db_exc.DBConnectionError | sa.exc.TimeoutError):
+        return True  # TimeoutError: every pooled connection busy past pool_timeout
+    inner = exc.inner_exception if isinstance(exc, db_exc.DBError) else exc
+    if not isinstance(inner, _LINK_ERRORS):
+        return False
+    if inner.connection_invalidated or not inner.statement:
+        # No statement: raised while connecting (oslo.db translates a connection lost under
+        # a query, but not a new connection refused).
         return True
-    if isinstance(exc, sa.exc.DBAPIError) and exc.connection_invalidated:
-        return True
-    inner = getattr(exc, "inner_exception", None)
-    return isinstance(exc, _LINK_ERRORS) or isinstance(inner, _LINK_ERRORS)
+    return _server_gone(inner.orig)
 
 
 # What a driver raises when the server is gone; lock and constraint errors are not these.
 _LINK_ERRORS = (sa.exc.OperationalError, sa.exc.InterfaceError)
+# MariaDB/MySQL: WSREP not ready (a Galera node out of its cluster), shutdown in progress,
+# connection killed, can't connect, gone away, lost during a query.
+_MYSQL_GONE = {1047, 1053, 1927, 2002, 2003, 2006, 2013}
+# PostgreSQL: admin shutdown, crash shutdown, cannot connect now (starting or stopping).
+_PG_GONE = {"57P01", "57P02", "57P03"}
+
+
+def _server_gone(orig: BaseException | None) -> bool:
+    # psycopg2 names the SQLSTATE pgcode, psycopg 3 sqlstate; PyMySQL's first argument is
+    # the server's error number.
+    code = getattr(orig, "pgcode", None) or getattr(orig, "sqlstate", None)
+    if code in _PG_GONE:
+        return True
+    args = getattr(orig, "args", ())
+    return bool(args) and args[0] in _MYSQL_GONE
 
 
 @dataclasses.dataclass(frozen=True)

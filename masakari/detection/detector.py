@@ -178,10 +178,8 @@ class Detector:
             if service is None or service.status == "disabled":
                 unreadable += 1
                 continue
-            age = None
-            if service.updated_at is not None:
-                age = max((asked - service.updated_at).total_seconds(), 0.0)
-            down = service.state == "down" or (age is not None and age > self.grace)
+            age = service.heartbeat_age(asked)
+            down = service.looks_down(asked, self.grace)
             # A report that ended (an operator cancelled it, say) while the host stayed silent
             # is still this failure: reported again only after a heartbeat, then silence.
             known = host.known or watch.same_failure(host.last_reported, service.updated_at)

@@ -290,10 +290,8 @@ def _nova(run: RunContext, host_name: str) -> tuple[bool | None, ev.Evidence]:
         return None, ev.Evidence(ev.NOVA, source, None, f"Nova not read: {exc}", now)
     if service is None:
         return None, ev.Evidence(ev.NOVA, source, None, "no nova-compute service in Nova", now)
-    age = None
-    if service.updated_at is not None:
-        age = max((now - service.updated_at).total_seconds(), 0.0)
-    failed = service.state == "down" or (age is not None and age > grace)
+    age = service.heartbeat_age(now)
+    failed = service.looks_down(now, grace)
     heartbeat = "no heartbeat time" if age is None else f"heartbeat {age:.0f} s old"
     detail = f"nova-compute {service.state or 'state unknown'}, {heartbeat} (grace {grace:g} s)"
     return failed, ev.Evidence(ev.NOVA, source, failed, detail, now, service.state)

@@ -11,6 +11,20 @@ import webob
 from oslo_db import exception as db_exc
 
 from masakari.api import faults, outage
+from masakari.db import database
+
+
+class _MySQLError(Exception):
+    """As PyMySQL's: the server's error number first."""
+
+
+class _PgError(Exception):
+    """As psycopg2's: the SQLSTATE as pgcode."""
+
+    def __init__(self, pgcode: str) -> None:
+        super().__init__(pgcode)
+        self.pgcode = pgcode
+
 
 REFUSED = sa.exc.OperationalError(None, None, Exception("connection refused"))
 LOST = sa.exc.OperationalError(
@@ -25,10 +39,17 @@ LOST = sa.exc.OperationalError(
         REFUSED,
         LOST,
         sa.exc.TimeoutError("QueuePool limit reached"),
+        # Under a query, from servers that stopped serving: MariaDB shutting down, a Galera
+        # node out of its cluster, PostgreSQL's administrator shutdown.
+        sa.exc.OperationalError("SELECT 1", {}, _MySQLError(1053, "Server shutdown")),
+        sa.exc.OperationalError("SELECT 1", {}, _MySQLError(1047, "WSREP not ready")),
+        sa.exc.OperationalError("SELECT 1", {}, _PgError("57P01")),
+        # oslo.db's generic wrapper around a refused connection
+        db_exc.DBError(inner_exception=REFUSED),
     ],
 )
 def test_unreachable(exc: BaseException) -> None:
-    assert outage.is_unreachable(exc)
+    assert database.unreachable(exc)
 
 
 @pytest.mark.parametrize(
@@ -36,6 +57,8 @@ def test_unreachable(exc: BaseException) -> None:
     [
         # A query that failed on a live connection is the query's problem, not an outage.
         sa.exc.OperationalError("UPDATE x", {}, Exception("database is locked")),
+        sa.exc.OperationalError("UPDATE x", {}, _MySQLError(1205, "Lock wait timeout")),
+        sa.exc.OperationalError("UPDATE x", {}, _PgError("55P03")),  # lock not available
         sa.exc.IntegrityError("INSERT", {}, Exception("duplicate")),
         db_exc.DBDeadlock(),
         db_exc.DBDuplicateEntry(),
@@ -43,7 +66,7 @@ def test_unreachable(exc: BaseException) -> None:
     ],
 )
 def test_not_unreachable(exc: BaseException) -> None:
-    assert not outage.is_unreachable(exc)
+    assert not database.unreachable(exc)
 
 
 @pytest.fixture
