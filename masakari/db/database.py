@@ -158,7 +158,7 @@ def _server_gone(orig: BaseException | None) -> bool:
     code = getattr(orig, "pgcode", None) or getattr(orig, "sqlstate", None)
     if code in _PG_GONE:
         return True
-    args = getattr(orig, "args", ())
+    args: tuple[Any, ...] = getattr(orig, "args", ())
     return bool(args) and args[0] in _MYSQL_GONE
 
 
