@@ -10,48 +10,12 @@ The state is per process: each API worker reports its own outages.
 
 from __future__ import annotations
 
-import logging
-import threading
-
-LOG = logging.getLogger(__name__)
+from masakari.db.outage import OutageLog
 
 MESSAGE = "The database is unreachable; retry later."
 # Seconds a client is told to wait (Retry-After) before it tries again.
 RETRY_AFTER = 5
 
 
-class OutageLog:
-    """Logs the transitions between "reachable" and "unreachable", not each request."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._down = False
-
-    @property
-    def down(self) -> bool:
-        return self._down
-
-    def failed(self, exc: BaseException) -> None:
-        with self._lock:
-            if self._down:
-                return
-            self._down = True
-        LOG.warning("Database unreachable, answering 503 until it is back: %s", _first_line(exc))
-
-    def succeeded(self) -> None:
-        # Read without the lock first: this runs after every successful request.
-        if not self._down:
-            return
-        with self._lock:
-            if not self._down:
-                return
-            self._down = False
-        LOG.warning("Database reachable again")
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(getattr(exc, "orig", None) or exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
-
-
-OUTAGES = OutageLog()
+# One per API process (each worker says its own outages); dbcheck and the router report to it.
+OUTAGES = OutageLog("answering 503 until it is back")

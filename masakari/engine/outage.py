@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable
 from typing import Any
 
 from masakari.db import database
+from masakari.db.outage import OutageLog
 
 LOG = logging.getLogger(__name__)
 
@@ -20,7 +20,7 @@ class Outage:
     """
 
     def __init__(self) -> None:
-        self._down = threading.Event()
+        self._log = OutageLog("the engine's steps wait for it")
 
     def guard(
         self, step: Callable[[], Any], proves_db_up: bool = True, name: str | None = None
@@ -34,15 +34,13 @@ class Outage:
         try:
             step()
         except database.DB_ERRORS as exc:
-            if not database.unreachable(exc):
+            if database.unreachable(exc):
+                self._log.failed(exc, f"engine step {name}")
+            else:
                 LOG.warning("Engine step %s failed: %s", name, exc)
-            elif not self._down.is_set():
-                self._down.set()
-                LOG.error("Database unreachable (engine step %s): %s", name, exc)
             return
         except Exception:
             LOG.exception("Engine step %s failed", name)
             return
-        if proves_db_up and self._down.is_set():
-            self._down.clear()
-            LOG.warning("Database reachable again")
+        if proves_db_up:
+            self._log.succeeded()

@@ -112,7 +112,7 @@ def test_classify_is_the_answer_without_side_effects(
 
 
 def test_classify_leaves_the_outage_log_alone(monkeypatch: pytest.MonkeyPatch) -> None:
-    fresh = outage.OutageLog()
+    fresh = outage.OutageLog("answering 503")
     monkeypatch.setattr(outage, "OUTAGES", fresh)
     refused = sa.exc.OperationalError(None, None, Exception("connection refused"))
     assert faults.classify(refused) == (503, outage.MESSAGE)

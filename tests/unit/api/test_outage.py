@@ -12,6 +12,7 @@ from oslo_db import exception as db_exc
 
 from masakari.api import faults, outage
 from masakari.db import database
+from masakari.db import outage as db_outage
 
 
 class _MySQLError(Exception):
@@ -71,7 +72,7 @@ def test_not_unreachable(exc: BaseException) -> None:
 
 @pytest.fixture
 def fresh(monkeypatch: pytest.MonkeyPatch) -> outage.OutageLog:
-    log = outage.OutageLog()
+    log = outage.OutageLog("answering 503")
     monkeypatch.setattr(outage, "OUTAGES", log)
     return log
 
@@ -103,7 +104,7 @@ def test_fault_wrapper_maps_an_outage_outside_the_router(fresh: outage.OutageLog
 
 
 def test_one_line_per_transition(fresh: outage.OutageLog, caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.INFO, logger=outage.LOG.name)
+    caplog.set_level(logging.INFO, logger=db_outage.LOG.name)
     fresh.succeeded()
     for _ in range(5):
         fresh.failed(REFUSED)
