@@ -192,11 +192,19 @@ def _nova_error(resp: requests.Response) -> NovaRequestError:
     return _translated(text, status, "novaclient.exceptions." + name)
 
 
-def _keystone_error(exc: ks_exc.ClientException) -> NovaRequestError:
-    """A keystoneauth error that is not about the connection: Keystone answered an error while
-    the token was fetched, or the catalog has no matching compute endpoint."""
+def keystoneauth_error(exc: ks_exc.ClientException, service: str) -> exception.NovaError:
+    """What a keystoneauth failure before ``service`` (Nova, Placement) answered means to
+    masakari: a connect that timed out, a connection that failed, or an error from Keystone
+    while the token was fetched or the catalog read (no matching endpoint, say); the one
+    translation of both clients."""
+    if isinstance(exc, ks_exc.ConnectTimeout):
+        return exception.NovaTimeout(service=service)
+    if isinstance(exc, ks_exc.ConnectionError):
+        return exception.NovaError(service=service)
     status = exc.http_status if isinstance(exc, ks_exc.HttpError) else None
-    return _translated(str(exc), status, f"{type(exc).__module__}.{type(exc).__qualname__}")
+    # Nova's keeps the reference's text (its API shows it); another service is named.
+    text = str(exc) if service == "Nova" else f"{service}: {exc}"
+    return _translated(text, status, f"{type(exc).__module__}.{type(exc).__qualname__}")
 
 
 class NovaClient:
@@ -266,7 +274,7 @@ class NovaClient:
         except ks_exc.MissingRequiredOptions as exc:
             raise NovaNotConfigured([opt.dest for opt in exc.options]) from exc
         except ks_exc.ClientException as exc:
-            raise _keystone_error(exc) from exc
+            raise keystoneauth_error(exc, "Nova") from exc
         # The same rule as keystoneauth's session loader, which the reference used.
         verify: bool | str = (
             False if conf.nova_api_insecure else (conf.nova_ca_certificates_file or True)
@@ -458,12 +466,8 @@ class NovaClient:
                 microversion=NOVA_API_VERSION,
                 **kwargs,
             )
-        except ks_exc.ConnectTimeout as exc:
-            raise exception.NovaTimeout(service="Nova") from exc
-        except ks_exc.ConnectionError as exc:
-            raise exception.NovaError(service="Nova") from exc
         except ks_exc.ClientException as exc:
-            raise _keystone_error(exc) from exc
+            raise keystoneauth_error(exc, "Nova") from exc
         if resp.status_code >= 400:
             err = _nova_error(resp)
             LOG.warning("Nova answered %s %s: %s", method, path, err.detail)

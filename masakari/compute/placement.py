@@ -154,12 +154,8 @@ class PlacementClient:
                 microversion=PLACEMENT_API_VERSION,
                 timeout=self._timeout,
             )
-        except ks_exc.ConnectTimeout as exc:
-            raise exception.NovaTimeout(service="Placement") from exc
-        except ks_exc.ConnectionError as exc:
-            raise exception.NovaError(service="Placement") from exc
         except ks_exc.ClientException as exc:
-            raise exception.NovaError(f"Placement: {exc}") from exc
+            raise nova.keystoneauth_error(exc, "Placement") from exc
         if resp.status_code >= 400:
             try:
                 detail = resp.json()["errors"][0]["detail"]
