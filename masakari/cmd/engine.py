@@ -16,9 +16,9 @@ from masakari.compute import nova, retry
 from masakari.compute.placement import PlacementClient
 from masakari.db.database import Database
 from masakari.engine import logtag, tasks
+from masakari.engine.capacity import Capacities
 from masakari.engine.clients import LazyNova, LazyPlacement
 from masakari.engine.fencing import HostFencing
-from masakari.engine.plan import Capacities
 from masakari.engine.ports import Nova
 from masakari.engine.service import EngineService, engine_owner
 from masakari.fencing.config import FencingFileError

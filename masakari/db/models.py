@@ -22,7 +22,8 @@ from sqlalchemy import (
 from sqlalchemy.dialects import mysql
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
-RECOVERY_METHODS = ("auto", "reserved_host", "auto_priority", "rh_priority")
+from masakari.db.statuses import RECOVERY_METHODS
+
 NOTIFICATION_STATUSES = ("new", "running", "error", "failed", "ignored", "finished")
 
 

@@ -1,6 +1,9 @@
-"""Status names as the reference stores them: notifications and vmoves."""
+"""Names as the reference stores them: the statuses of notifications and vmoves, and the
+recovery methods of segments."""
 
 from __future__ import annotations
+
+import enum
 
 # Notifications.
 NEW = "new"
@@ -19,3 +22,15 @@ VMOVE_ONGOING = "ongoing"
 VMOVE_SUCCEEDED = "succeeded"
 VMOVE_FAILED = "failed"
 VMOVE_EVACUATION = "evacuation"
+
+
+class RecoveryMethod(enum.StrEnum):
+    """A segment's recovery method (failover_segments.recovery_method)."""
+
+    AUTO = "auto"
+    RESERVED_HOST = "reserved_host"
+    AUTO_PRIORITY = "auto_priority"
+    RH_PRIORITY = "rh_priority"
+
+
+RECOVERY_METHODS = tuple(method.value for method in RecoveryMethod)

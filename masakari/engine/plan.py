@@ -16,6 +16,7 @@ from oslo_config import cfg
 
 from masakari.compute.placement import Resources, add, describe
 from masakari.compute.servers import Server
+from masakari.db.statuses import RecoveryMethod
 from masakari.engine import selection
 from masakari.engine.capacity import (
     Capacities,
@@ -31,10 +32,6 @@ from masakari.engine.ports import NovaReads
 from masakari.engine.selection import Instance
 
 SCHEDULER = "scheduler"
-AUTO = "auto"
-RESERVED_HOST = "reserved_host"
-AUTO_PRIORITY = "auto_priority"
-RH_PRIORITY = "rh_priority"
 SENT_ANYWAY = " Sent anyway (capacity_aware_targets is off): Nova fails it."
 
 
@@ -60,7 +57,7 @@ def build(
     reserved = list(reserved_hosts)
     candidates: list[Candidate] = []
     skipped = base.left()
-    if recovery_method in (RESERVED_HOST, RH_PRIORITY):
+    if recovery_method in (RecoveryMethod.RESERVED_HOST, RecoveryMethod.RH_PRIORITY):
         if aware and len(reserved) > 1:
             reserved = rank_reserved_hosts(reserved, instances, placement)
         if not reserved:
@@ -84,10 +81,11 @@ def build(
         need = add(need, inst.resources)
     if instances:
         messages.append(f"{len(instances)} instance(s) to evacuate, needing {describe(need)}.")
-    then = {
-        AUTO_PRIORITY: RESERVED_HOST,
-        RH_PRIORITY: AUTO,
-    }.get(recovery_method)
+    fallbacks: dict[str, str] = {
+        RecoveryMethod.AUTO_PRIORITY: RecoveryMethod.RESERVED_HOST,
+        RecoveryMethod.RH_PRIORITY: RecoveryMethod.AUTO,
+    }
+    then = fallbacks.get(recovery_method)
     return Plan(
         host=host,
         recovery_method=recovery_method,
@@ -101,7 +99,7 @@ def build(
         },
         steps=steps,
         not_evacuated=skipped,
-        reserved_hosts=reserved if recovery_method != AUTO else [],
+        reserved_hosts=reserved if recovery_method != RecoveryMethod.AUTO else [],
         then=then,
         messages=messages,
         candidates=candidates,

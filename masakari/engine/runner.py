@@ -18,6 +18,7 @@ from oslo_config import cfg
 from masakari import metrics, notifier
 from masakari.db import holds, queue, statuses
 from masakari.db.database import Database
+from masakari.engine.capacity import Capacities
 from masakari.engine.context import RunContext
 from masakari.engine.effects import Effects
 from masakari.engine.errors import Cancelled, Held
@@ -25,7 +26,6 @@ from masakari.engine.fencing import HostFencing
 from masakari.engine.host_notices import HostNotices
 from masakari.engine.hostpoll import HostPoller
 from masakari.engine.lease import Lease, LeaseLost
-from masakari.engine.plan import Capacities
 from masakari.engine.ports import Clock, Nova
 from masakari.engine.recovery import dispatch
 from masakari.engine.recovery.flow import FlowTasks

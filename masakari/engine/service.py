@@ -22,6 +22,7 @@ from oslo_config import cfg
 from masakari import coordination, exception, notifier
 from masakari.db.database import Database
 from masakari.engine import locks, periodic, tasks, wakeup
+from masakari.engine.capacity import Capacities
 from masakari.engine.clients import LazyPlacement
 from masakari.engine.fence_checks import FenceChecker
 from masakari.engine.fencing import HostFencing, KdumpStore
@@ -29,7 +30,6 @@ from masakari.engine.heartbeat import Heartbeat, lease_timing
 from masakari.engine.hostpoll import HostPoller
 from masakari.engine.intake import Intake
 from masakari.engine.outage import Outage
-from masakari.engine.plan import Capacities
 from masakari.engine.ports import Clock, Nova
 from masakari.engine.recovery.flow import FlowTasks
 from masakari.engine.runner import Runner

@@ -48,7 +48,7 @@ from masakari.db.hosts import RecoveryHost
 from masakari.engine.context import RunContext
 from masakari.engine.errors import Held
 from masakari.engine.fencing import FencedHost
-from masakari.engine.recovery.payloads import HostPayload
+from masakari.engine.payloads import HostPayload
 from masakari.fencing.base import KDUMP, DriverSpec
 from masakari.metrics import detection as detection_metrics
 

@@ -28,7 +28,8 @@ from masakari.db import segments as segments_db
 from masakari.db.database import Database
 from masakari.db.models import Host, Segment
 from masakari.db.paging import Row
-from masakari.engine import capacity, plan, selection
+from masakari.db.statuses import RecoveryMethod
+from masakari.engine import capacity, selection
 from masakari.engine.capacity import Capacities
 from masakari.engine.ports import NovaReads
 from masakari.ha import fence_doctor
@@ -36,7 +37,11 @@ from masakari.ha import fence_doctor
 SUCCESS, WARNING, FAILURE = 0, 1, 2
 LABELS = {SUCCESS: "OK", WARNING: "WARNING", FAILURE: "FAILURE"}
 # The recovery methods that evacuate to a reserved host (auto_priority after auto failed).
-TAKES_SPARES = (plan.RESERVED_HOST, plan.AUTO_PRIORITY, plan.RH_PRIORITY)
+TAKES_SPARES = (
+    RecoveryMethod.RESERVED_HOST,
+    RecoveryMethod.AUTO_PRIORITY,
+    RecoveryMethod.RH_PRIORITY,
+)
 CONNECT_TIMEOUT = 3.0
 
 
@@ -225,7 +230,7 @@ def _absorbs_largest(
         instances = selection.select(conf, nova, largest.name, listed, None).moving()
         if not instances:
             return Finding(SUCCESS, "capacity", "No instance to evacuate anywhere.", name)
-        if seg.recovery_method in (plan.RESERVED_HOST, plan.RH_PRIORITY):
+        if seg.recovery_method in (RecoveryMethod.RESERVED_HOST, RecoveryMethod.RH_PRIORITY):
             spares = [
                 h.name for h in hosts if h.reserved and not h.on_maintenance and h.name in caps
             ]

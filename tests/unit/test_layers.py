@@ -108,3 +108,31 @@ def test_a_lower_layer_imports_nothing_above_it(layer: str) -> None:
         if target.startswith(ABOVE)
     )
     assert upward == []
+
+
+def _reaching(prefix: str, forbidden: tuple[str, ...], allowed: tuple[str, ...] = ()) -> list[str]:
+    return sorted(
+        f"{name} -> {target}"
+        for name, targets in GRAPH.items()
+        if name == prefix or name.startswith(prefix + ".")
+        for target in targets
+        if target.startswith(forbidden) and not target.startswith(allowed)
+    )
+
+
+def test_fencing_stands_alone() -> None:
+    """The drivers speak to BMCs and fence agents; what a fence means to a recovery is the
+    engine's (masakari.engine.fencing): the drivers import nothing else of masakari."""
+    assert _reaching("masakari.fencing", ("masakari.",), allowed=("masakari.fencing",)) == []
+
+
+def test_the_engine_never_imports_detection() -> None:
+    """Detection reports failures through the same door as a monitor; the engine acts on
+    what is reported and must not depend on who reported it."""
+    assert _reaching("masakari.engine", ("masakari.detection",)) == []
+
+
+def test_the_flows_do_not_reach_into_selection_rules() -> None:
+    """The selection (which instances move, under which rules) is one package the flows and
+    the plans call through its front, not rule by rule."""
+    assert _reaching("masakari.engine.recovery", ("masakari.engine.selection.",)) == []

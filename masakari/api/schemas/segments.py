@@ -7,8 +7,7 @@ import functools
 from typing import Any
 
 from masakari.api.schemas import types
-
-RECOVERY_METHODS = ["auto", "reserved_host", "auto_priority", "rh_priority"]
+from masakari.db.statuses import RECOVERY_METHODS
 
 
 def _base() -> dict[str, Any]:

@@ -13,7 +13,7 @@ import logging
 
 from masakari.engine import verdict
 from masakari.engine.context import RunContext
-from masakari.engine.recovery.payloads import HostPayload
+from masakari.engine.payloads import HostPayload
 
 LOG = logging.getLogger(__name__)
 

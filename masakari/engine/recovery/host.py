@@ -15,9 +15,11 @@ from masakari import exception, metrics
 from masakari.compute.servers import Service, compute_service
 from masakari.conf import host_return as host_return_opts
 from masakari.db import statuses
+from masakari.db.statuses import RecoveryMethod
 from masakari.engine import progress as states
 from masakari.engine.context import RunContext
 from masakari.engine.fencing import FencedHost
+from masakari.engine.payloads import HostPayload
 from masakari.engine.progress import FlowProgress
 from masakari.engine.recovery import confirm, fence, host_return
 from masakari.engine.recovery.flow import (
@@ -28,8 +30,7 @@ from masakari.engine.recovery.flow import (
     run_flow,
     task,
 )
-from masakari.engine.recovery.methods import AUTO, recover
-from masakari.engine.recovery.payloads import HostPayload
+from masakari.engine.recovery.methods import recover
 
 LOG = logging.getLogger(__name__)
 
@@ -191,7 +192,7 @@ def handle(
     LOG.info("Set host %s on maintenance.", host.name)
     reserved_hosts = (
         []
-        if host.recovery_method == AUTO
+        if host.recovery_method == RecoveryMethod.AUTO
         else run.effects.reserved_host_names(host.failover_segment_id)
     )
     store = Store(run.notification_uuid, host_name=host.name, host_status=confirmed.host_status)

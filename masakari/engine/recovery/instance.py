@@ -9,6 +9,7 @@ from oslo_utils import strutils
 from masakari import exception
 from masakari.db import statuses
 from masakari.engine.context import PollTimeout, RunContext, is_conflict
+from masakari.engine.payloads import InstancePayload
 from masakari.engine.recovery.flow import (
     Flow,
     FlowTasks,
@@ -18,7 +19,6 @@ from masakari.engine.recovery.flow import (
     run_flow,
     task,
 )
-from masakari.engine.recovery.payloads import InstancePayload
 
 LOG = logging.getLogger(__name__)
 

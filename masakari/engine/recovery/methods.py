@@ -9,16 +9,12 @@ from __future__ import annotations
 import logging
 
 from masakari import exception
+from masakari.db.statuses import RecoveryMethod
 from masakari.engine import capacity, selection
 from masakari.engine.context import Cancelled, RunContext
 from masakari.engine.recovery.flow import Flow, FlowTasks, Stages, Store, required
 
 LOG = logging.getLogger(__name__)
-
-AUTO = "auto"
-RESERVED_HOST = "reserved_host"
-AUTO_PRIORITY = "auto_priority"
-RH_PRIORITY = "rh_priority"
 
 
 def _auto(run: RunContext, flows: FlowTasks, store: Store) -> None:
@@ -74,11 +70,11 @@ def recover(
             host_fenced=store.host_fenced,
         )
 
-    if method == AUTO:
+    if method == RecoveryMethod.AUTO:
         _auto(run, flows, fresh())
-    elif method == RESERVED_HOST:
+    elif method == RecoveryMethod.RESERVED_HOST:
         _reserved(run, flows, fresh(), reserved_hosts)
-    elif method == AUTO_PRIORITY:
+    elif method == RecoveryMethod.AUTO_PRIORITY:
         try:
             _auto(run, flows, fresh())
         except (exception.SkipHostRecovery, Cancelled):

@@ -8,6 +8,7 @@ from masakari import exception
 from masakari.compute.servers import Service, compute_service
 from masakari.db import statuses
 from masakari.engine.context import PollTimeout, RunContext
+from masakari.engine.payloads import ProcessPayload
 from masakari.engine.recovery.flow import (
     Flow,
     FlowTasks,
@@ -17,7 +18,6 @@ from masakari.engine.recovery.flow import (
     run_flow,
     task,
 )
-from masakari.engine.recovery.payloads import ProcessPayload
 
 LOG = logging.getLogger(__name__)
 

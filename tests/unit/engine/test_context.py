@@ -8,8 +8,8 @@ import pytest
 
 from masakari import exception
 from masakari.engine.context import Cancelled, PollTimeout, nova_message
+from masakari.engine.payloads import InstancePayload
 from masakari.engine.recovery.instance import is_handled_event
-from masakari.engine.recovery.payloads import InstancePayload
 from tests.unit.engine.conftest import idle_run
 
 

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
+from masakari.engine.payloads import HostPayload, InstancePayload, ProcessPayload
 from masakari.engine.recovery.instance import is_handled_event
-from masakari.engine.recovery.payloads import HostPayload, InstancePayload, ProcessPayload
 
 UNREADABLE = [
     None,

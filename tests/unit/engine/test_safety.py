@@ -6,7 +6,7 @@ import types
 from typing import Any
 
 from masakari.compute.servers import Server
-from masakari.engine.recovery import safety
+from masakari.engine.selection import safety
 from tests.fakes.nova import NovaSimulator
 
 

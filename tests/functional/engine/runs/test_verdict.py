@@ -14,7 +14,7 @@ from masakari.db.models import FailureEvidence, Notification, NotificationClaim
 from masakari.engine import verdict
 from masakari.engine.errors import Held
 from masakari.engine.fencing import HostFencing
-from masakari.engine.recovery.payloads import HostPayload
+from masakari.engine.payloads import HostPayload
 from tests.functional.engine.runs.conftest import make_run
 from tests.functional.engine.runs.test_fence import IPMI, Plan
 from tests.support import rows

@@ -3,7 +3,7 @@ prepare task and for recovery plans (``GET .../recovery_plan``, ``masakari-manag
 
 The rules, in the order they apply (PrepareHAEnabledInstancesTask's, then the project's):
 ``ignore_instances_in_error_state``, HA-enabled or ``evacuate_all_instances``, the scope
-rules (masakari.engine.recovery.scope), the safety checks (masakari.engine.recovery.safety).
+rules (masakari.engine.selection.scope), the safety checks (masakari.engine.selection.safety).
 The order: HA-enabled first, each newest recorded first as the reference's rows come out,
 then with ``order_by_priority`` by priority and with ``order_in_groups`` by ordering group
 (:func:`order`). Capacity comes after (masakari.engine.capacity).
@@ -21,7 +21,7 @@ from oslo_utils import strutils
 from masakari.compute.placement import Resources, flavor_resources
 from masakari.compute.servers import Server
 from masakari.engine.ports import NovaReads
-from masakari.engine.recovery import safety, scope
+from masakari.engine.selection import safety, scope
 
 T = TypeVar("T")
 
