@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 
 from oslo_config import cfg
@@ -10,6 +11,7 @@ from oslo_config import cfg
 from masakari import policy
 from masakari.compute import nova as nova_client
 from masakari.compute import retry
+from masakari.compute.clients import Clients
 from masakari.db.database import Database
 from masakari.engine import wakeup
 from masakari.engine.capacity import Capacities
@@ -56,10 +58,12 @@ def make_state(
     nova: Nova | None = None,
     placement: Capacities | None = None,
 ) -> AppState:
-    """The state of an API process. Without ``nova``, the process's client, built at the
-    first request that needs it (each forked worker builds its own): an API without Nova
-    credentials starts, and each call that needs Nova raises the build's NovaError."""
-    nova = nova or LazyNova(conf, retry.INTERACTIVE)
+    """The state of an API process, its clients among it. Without ``nova``, the process's
+    client, built at the first request that needs it (each forked worker builds its own): an
+    API without Nova credentials starts, and each call that needs Nova raises the build's
+    NovaError."""
+    clients = Clients(conf)
+    nova = nova or LazyNova(functools.partial(clients.nova, retry.INTERACTIVE))
     return AppState(
         conf=conf,
         db=db or Database.from_conf(conf),
@@ -69,5 +73,5 @@ def make_state(
         notifier=Notifier(conf, "masakari-api"),
         intake_rules=intake.Rules.from_conf(conf),
         nova=nova,
-        placement=placement or LazyPlacement.from_conf(conf),
+        placement=placement or LazyPlacement(functools.partial(clients.placement)),
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import signal
 import sys
@@ -13,7 +14,7 @@ from oslo_config import cfg
 from masakari import conf as masakari_conf
 from masakari import coordination, detection, exception, reload
 from masakari.compute import nova, retry
-from masakari.compute.placement import PlacementClient
+from masakari.compute.clients import Clients
 from masakari.db.database import Database
 from masakari.engine import logtag, tasks
 from masakari.engine.capacity import Capacities
@@ -45,10 +46,11 @@ def main(argv: list[str] | None = None) -> int:
         # The fencing file too: a host fencing that does not load must not leave hosts
         # evacuated unfenced.
         fencing = HostFencing.from_conf(conf)
-        nova_client, placement = _clients(conf)
+        clients = Clients(conf)
+        nova_client, placement = _clients(clients)
         owner = engine_owner(conf)
         leadership = coordination.leadership(conf, owner)
-        detector = _detector(conf, db, owner, leadership)
+        detector = _detector(conf, db, clients, owner, leadership)
         service = EngineService(
             conf,
             db,
@@ -94,12 +96,12 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _clients(conf: cfg.ConfigOpts) -> tuple[Nova, Capacities]:
+def _clients(clients: Clients) -> tuple[Nova, Capacities]:
     """Nova and Placement (on Nova's session). Without usable credentials the engine still
     starts, as the reference's does, and says so: each recovery that needs Nova fails and is
     retried, and the first call after the options work builds the clients."""
     try:
-        client = nova.get_client(conf, retry.ENGINE)
+        client = clients.nova(retry.ENGINE)
     except nova.NovaNotConfigured as exc:
         LOG.error("%s Every recovery fails (and is retried) until they are set.", exc)
     except exception.NovaError as exc:
@@ -109,19 +111,26 @@ def _clients(conf: cfg.ConfigOpts) -> tuple[Nova, Capacities]:
             exc,
         )
     else:
-        return client, PlacementClient.from_conf(conf)
-    return LazyNova(conf), LazyPlacement.from_conf(conf)
+        return client, clients.placement(retry.ENGINE)
+    return (
+        LazyNova(functools.partial(clients.nova, retry.ENGINE)),
+        LazyPlacement(functools.partial(clients.placement, retry.ENGINE)),
+    )
 
 
 def _detector(
-    conf: cfg.ConfigOpts, db: Database, owner: str, leadership: coordination.Leadership
+    conf: cfg.ConfigOpts,
+    db: Database,
+    clients: Clients,
+    owner: str,
+    leadership: coordination.Leadership,
 ) -> detection.Detector | None:
     """The failure detector ([detection] enabled), on a Nova client of its own: a poll that
     fails is a blind poll, tried again at the next one rather than retried for long."""
     if not conf.detection.enabled:
         return None
     try:
-        client = nova.get_client(conf, retry.DETECTION)
+        client = clients.nova(retry.DETECTION)
     except exception.NovaError as exc:
         raise exception.InvalidConfiguration(
             message=f"[detection] enabled needs Nova's credentials: {exc}"

@@ -141,7 +141,7 @@ def notification_cancel(conf: cfg.ConfigOpts) -> None:
 
 def host_plan(conf: cfg.ConfigOpts) -> None:
     """What recovering the host would do now, from live Nova and Placement data."""
-    from masakari.compute import nova, placement
+    from masakari.compute.clients import Clients
     from masakari.ha import plans
 
     db = Database.from_conf(conf)
@@ -151,9 +151,8 @@ def host_plan(conf: cfg.ConfigOpts) -> None:
         except exception.HostNotFoundByName as exc:
             raise CommandError(exc.message) from exc
         try:
-            found = plans.for_host(
-                conf, db, nova.get_client(conf), placement.get_client(conf), host
-            )
+            clients = Clients(conf)
+            found = plans.for_host(conf, db, clients.nova(), clients.placement(), host)
         except exception.PlacementUnavailable as exc:
             raise CommandError(exc.message) from exc
         except exception.NovaError as exc:
@@ -202,17 +201,18 @@ def _dash(value: Any) -> str:
 
 def segment_check(conf: cfg.ConfigOpts) -> None:
     """The readiness doctor; exits with masakari-status's codes (0 ok, 1 warning, 2 failure)."""
-    from masakari.compute import nova, placement
+    from masakari.compute.clients import Clients
     from masakari.ha import doctor
 
     db = Database.from_conf(conf)
+    clients = Clients(conf)
     try:
         try:
             findings = doctor.check(
                 conf,
                 db,
-                nova.get_client(conf),
-                placement.get_client(conf),
+                clients.nova(),
+                clients.placement(),
                 conf.category.segment,
                 fence_checks=_live_fence_checks(conf, db),
             )

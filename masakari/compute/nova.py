@@ -19,9 +19,7 @@ What is retried, and how often, is :mod:`masakari.compute.retry`'s (docs/nova.md
 from __future__ import annotations
 
 import logging
-import os
 import re
-import threading
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -513,38 +511,3 @@ def _auth_type(conf: cfg.ConfigOpts) -> str:
     except (cfg.NoSuchOptError, cfg.NoSuchGroupError):
         name = None
     return str(name or "password")
-
-
-_clients: dict[tuple[int, retry.Policy], tuple[int, cfg.ConfigOpts, NovaClient]] = {}
-_clients_lock = threading.Lock()
-
-
-def get_client(conf: cfg.ConfigOpts, policy: retry.Policy = retry.INTERACTIVE) -> NovaClient:
-    """The process's client for ``conf``, built on first use: one session, one cached token.
-
-    Keyed by process id as well, so that a forked API worker builds its own connection pool
-    instead of sharing its parent's sockets. The engine asks with ``retry.ENGINE``.
-    """
-    key = (id(conf), policy)
-    with _clients_lock:
-        entry = _clients.get(key)
-        if entry is None or entry[0] != os.getpid() or entry[1] is not conf:
-            entry = (os.getpid(), conf, NovaClient.from_conf(conf, policy))
-            _clients[key] = entry
-        return entry[2]
-
-
-def shared_client(conf: cfg.ConfigOpts) -> NovaClient:
-    """A client already built for ``conf`` in this process, whatever its retry policy (the
-    engine's), else :func:`get_client`'s: for Placement, which shares its session and token."""
-    with _clients_lock:
-        for (conf_id, _), (pid, built_for, client) in _clients.items():
-            if conf_id == id(conf) and pid == os.getpid() and built_for is conf:
-                return client
-    return get_client(conf)
-
-
-def forget_clients() -> None:
-    """Drops the cached clients (tests that change the options of one conf object)."""
-    with _clients_lock:
-        _clients.clear()

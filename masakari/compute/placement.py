@@ -96,11 +96,10 @@ class PlacementClient:
         self._timeout = timeout
 
     @classmethod
-    def from_conf(cls, conf: cfg.ConfigOpts) -> PlacementClient:
-        """Through the process's Nova client session (the engine's, with its retry policy, in
-        masakari-engine), at Nova's interface and region."""
+    def beside(cls, client: nova.NovaClient, conf: cfg.ConfigOpts) -> PlacementClient:
+        """On ``client``'s session (its token, its retry policy and connections), at Nova's
+        interface and region."""
         interface = conf.nova_catalog_admin_info.split(":")[2]
-        client = nova.shared_client(conf)
         return cls(
             client.session,
             interface=interface,
@@ -172,8 +171,3 @@ class PlacementClient:
                 f"Placement answered GET {path} with a body that is not JSON.",
                 status=resp.status_code,
             ) from exc
-
-
-def get_client(conf: cfg.ConfigOpts) -> PlacementClient:
-    """A Placement client on the process's Nova session (cheap: the session is cached)."""
-    return PlacementClient.from_conf(conf)

@@ -1,12 +1,12 @@
-"""Nova and Placement clients for a process that may start before they can be built.
+"""Nova and Placement ports for a process that may start before its clients can be built.
 
 masakari-engine starts without usable Nova credentials, as the reference's does: each call
 then fails with the NovaError of the failed build, so the recovery ends ``error`` and is
-retried, and the first call after the options were fixed builds the real client
-(``nova.get_client``'s, the one per-process cache; the API uses the same, with its own retry
-policy, for its host check and 1.5 routes). Each class implements its port
-(:class:`~masakari.engine.ports.Nova`, :class:`~masakari.engine.plan.Capacities`) method by
-method.
+retried, and the first call after the options were fixed builds the real client (the
+process's :class:`masakari.compute.clients.Clients`, built by its entry point; the API uses
+the same, with its own retry policy, for its host check and 1.5 routes). Each class
+implements its port (:class:`~masakari.engine.ports.Nova`,
+:class:`~masakari.engine.capacity.Capacities`) method by method.
 """
 
 from __future__ import annotations
@@ -15,9 +15,6 @@ import threading
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
-from oslo_config import cfg
-
-from masakari.compute import nova, retry
 from masakari.compute.nova import NovaClient
 from masakari.compute.placement import HostCapacity, PlacementClient
 from masakari.engine.ports import InstanceAction, Server, Service
@@ -39,17 +36,14 @@ class _Deferred(Generic[C]):
 
 
 class LazyNova:
-    """The process's client of ``conf`` (:func:`masakari.compute.nova.get_client`, the one
-    per-process cache: a forked worker builds its own), looked up at each call, so that one
-    that cannot be built yet fails that call only. The engine's (``retry.ENGINE``) and the
-    API's (``retry.INTERACTIVE``)."""
+    """The client ``build`` returns (``functools.partial(clients.nova, policy)``), asked for
+    at each call, so that one that cannot be built yet fails that call only."""
 
-    def __init__(self, conf: cfg.ConfigOpts, policy: retry.Policy = retry.ENGINE) -> None:
-        self._conf = conf
-        self._policy = policy
+    def __init__(self, build: Callable[[], NovaClient]) -> None:
+        self._build = build
 
     def _client(self) -> NovaClient:
-        return nova.get_client(self._conf, self._policy)  # raises until the options work
+        return self._build()  # raises until the options work
 
     def get_compute_service(self, host: str) -> Service:
         return self._client().get_compute_service(host)
@@ -104,15 +98,11 @@ class LazyNova:
 
 
 class LazyPlacement(_Deferred[PlacementClient]):
-    """Placement through Nova's session (the same credentials), built at first use."""
+    """Placement through Nova's session (the same credentials), built at first use
+    (``functools.partial(clients.placement, policy)``)."""
 
     def __init__(self, build: Callable[[], PlacementClient]) -> None:
         super().__init__(build)
-
-    @classmethod
-    def from_conf(cls, conf: cfg.ConfigOpts) -> LazyPlacement:
-        """On the session of ``conf``'s Nova client, once that can be built."""
-        return cls(lambda: PlacementClient.from_conf(conf))
 
     def host_capacity(self, name: str) -> HostCapacity | None:
         return self._client().host_capacity(name)

@@ -20,6 +20,8 @@ from typing import Protocol
 from oslo_config import cfg
 
 from masakari import coordination, exception, notifier
+from masakari.compute.nova import NovaClient
+from masakari.compute.placement import PlacementClient
 from masakari.db.database import Database
 from masakari.engine import locks, periodic, tasks, wakeup
 from masakari.engine.capacity import Capacities
@@ -68,7 +70,7 @@ class EngineService:
     """Everything one masakari-engine process runs. ``start()``, then ``stop()``.
 
     ``nova`` and ``placement`` are the process's clients (masakari-engine builds them from
-    masakari.conf); without ``placement``, one is built from ``conf`` at its first use.
+    masakari.conf); without ``placement``, Placement on ``nova``'s session at its first use.
     ``fencing``: host fencing, read from [fencing] config_file by masakari-engine (None:
     hosts are not fenced).
     """
@@ -117,7 +119,7 @@ class EngineService:
             conf=conf,
             db=db,
             nova=nova,
-            placement=placement or LazyPlacement.from_conf(conf),
+            placement=placement or _placement_beside(nova, conf),
             clock=self.clock,
             flows=flows or tasks.load_flows(conf),
             notifier=notifier.Notifier(conf, "masakari-engine"),
@@ -259,3 +261,10 @@ def _kdump_listener(conf: cfg.ConfigOpts, db: Database, owner: str) -> kdump.Kdu
     except ValueError as exc:
         raise exception.InvalidConfiguration(message=f"[fencing] kdump_listen: {exc}") from exc
     return kdump.KdumpListener(KdumpStore(db, owner), host, port)
+
+
+def _placement_beside(nova: Nova, conf: cfg.ConfigOpts) -> Capacities:
+    """Placement on the session of a Nova client (an engine given only its Nova client)."""
+    if not isinstance(nova, NovaClient):
+        raise TypeError("EngineService needs placement= with a Nova that is not a NovaClient")
+    return LazyPlacement(lambda: PlacementClient.beside(nova, conf))

@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from masakari.cmd import manage
-from masakari.compute import nova
 from masakari.db import migration
 from masakari.db.database import Database
 from tests.fakes.nova import NovaSimulator
@@ -23,7 +22,6 @@ LARGE = Flavor("m1.large", vcpus=4, ram=8192, disk=80)
 def sim() -> Iterator[NovaSimulator]:
     with NovaSimulator() as simulator:
         yield simulator
-    nova.forget_clients()
 
 
 @pytest.fixture

@@ -17,7 +17,8 @@ from oslo_config import cfg
 
 from masakari import conf as masakari_conf
 from masakari import exception
-from masakari.compute import nova
+from masakari.compute import nova, retry
+from masakari.compute.clients import Clients
 from masakari.compute.nova import NovaClient, NovaRequestError
 from masakari.compute.retry import Policy
 from masakari.compute.servers import Server
@@ -474,15 +475,16 @@ def _conf(sim: NovaSimulator, **overrides: Any) -> cfg.ConfigOpts:
 
 def test_from_conf_uses_the_catalog_and_one_token(sim: NovaSimulator) -> None:
     conf = _conf(sim, os_region_name="RegionOne")
-    nova.forget_clients()
-    client = nova.get_client(conf)
-    assert nova.get_client(conf) is client
+    clients = Clients(conf)
+    client = clients.nova()
+    assert clients.nova() is client
     for _ in range(3):
-        nova.get_client(conf).get_server(SERVER)
+        clients.nova().get_server(SERVER)
     assert sim.token_requests() == 1
     assert [c["microversion"] for c in sim.nova_calls()] == ["2.53"] * 3
-    assert nova.get_client(_conf(sim)) is not client
-    nova.forget_clients()
+    # each policy has a session and token of its own; another process's Clients its own
+    assert clients.nova(retry.ENGINE) is not client
+    assert Clients(conf).nova() is not client
 
 
 def test_from_conf_with_an_unknown_service_name(sim: NovaSimulator) -> None:

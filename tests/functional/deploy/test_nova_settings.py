@@ -11,6 +11,7 @@ import pytest
 from masakari import conf as masakari_conf
 from masakari.cmd import engine as engine_cmd
 from masakari.compute import nova
+from masakari.compute.clients import Clients
 from tests.functional.api.support import Deployment, host_body, segment_body
 
 
@@ -57,8 +58,7 @@ def test_host_create_says_what_is_wrong_with_nova(settings, message) -> None:
 def test_engine_says_once_at_start_that_nova_is_not_configured(tmp_path, caplog) -> None:
     conf = masakari_conf.load([], default_config_files=[])
     caplog.set_level(logging.INFO)
-    nova.forget_clients()
-    client, _placement = engine_cmd._clients(conf)
+    client, _placement = engine_cmd._clients(Clients(conf))
     lines = [r.getMessage() for r in caplog.records if r.name == "masakari.cmd.engine"]
     assert len(lines) == 1
     assert lines[0].startswith("Nova is not configured: ")

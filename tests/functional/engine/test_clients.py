@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 
 from masakari import conf as masakari_conf
 from masakari import exception
-from masakari.compute import nova
+from masakari.compute import retry
+from masakari.compute.clients import Clients
 from masakari.engine.clients import LazyNova, LazyPlacement
 from tests.fakes.nova import NovaSimulator
 
@@ -19,20 +22,20 @@ def test_each_call_fails_until_the_credentials_work_then_builds_the_clients(
     conf = masakari_conf.for_tests(**sim.conf_overrides())
     auth_url = conf.os_privileged_user_auth_url
     conf.set_override("os_privileged_user_auth_url", None)
-    nova.forget_clients()
-    try:
-        lazy, placement = LazyNova(conf), LazyPlacement.from_conf(conf)
-        for _ in range(2):
-            with pytest.raises(exception.NovaError, match="os_privileged_user_auth_url"):
-                lazy.lock_server(server)
-            with pytest.raises(exception.NovaError, match="os_privileged_user_auth_url"):
-                placement.host_capacity("compute-1")
-        assert sim.nova_calls() == []
-        conf.set_override("os_privileged_user_auth_url", auth_url)
-        lazy.lock_server(server)
-        assert lazy.get_server(server).locked is True
-        capacity = placement.host_capacity("compute-1")
-        assert capacity is not None and capacity.name == "compute-1"
-        assert [c["method"] for c in sim.nova_calls()] == ["POST", "GET"]
-    finally:
-        nova.forget_clients()
+    clients = Clients(conf)
+    lazy = LazyNova(functools.partial(clients.nova, retry.ENGINE))
+    placement = LazyPlacement(functools.partial(clients.placement, retry.ENGINE))
+    for _ in range(2):
+        with pytest.raises(exception.NovaError, match="os_privileged_user_auth_url"):
+            lazy.lock_server(server)
+        with pytest.raises(exception.NovaError, match="os_privileged_user_auth_url"):
+            placement.host_capacity("compute-1")
+    assert sim.nova_calls() == []
+    conf.set_override("os_privileged_user_auth_url", auth_url)
+    lazy.lock_server(server)
+    assert lazy.get_server(server).locked is True
+    capacity = placement.host_capacity("compute-1")
+    assert capacity is not None and capacity.name == "compute-1"
+    assert [c["method"] for c in sim.nova_calls()] == ["POST", "GET"]
+    # one token for Nova and Placement: the same session
+    assert sim.token_requests() == 1
