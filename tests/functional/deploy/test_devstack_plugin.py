@@ -1,20 +1,22 @@
 """devstack/plugin.sh run the way stack.sh and unstack.sh run it, through devstack's own
 function library: the files under tests/fakes/devstack/ (devstack's, unmodified; the README
 there names the commit). The plugin is enabled with devstack's `enable_plugin`, fetched with
-`fetch_plugins`, its settings loaded and its phases run with `run_phase`, under stack.sh's
-`set -o errexit`. So `setup_develop` really pip-installs the project in editable mode, reading
-its name from setup.cfg as devstack does (stack.sh stopped there while the project had no
-setup.cfg), `iniset` writes masakari.conf, `run_process` writes the systemd unit files,
-`write_uwsgi_config` the uWSGI file, `wait_for_service` polls the API with curl, and
-Keystone's helpers (`create_service_user`, `get_or_create_service`, `get_or_create_endpoint`)
-build their `openstack` commands.
+`fetch_plugins` (which finds a copy of this tree at $DEST/masakari, where devstack's CI jobs
+put it, and clones nothing), its settings loaded and its phases run with `run_phase`, under
+stack.sh's `set -o errexit`. So `setup_develop` really pip-installs the project in editable
+mode, reading its name from setup.cfg as devstack does (stack.sh stopped there while the
+project had no setup.cfg), `iniset` writes masakari.conf, `run_process` writes the systemd
+unit files, `write_uwsgi_config` the uWSGI file, `wait_for_service` polls the API with curl,
+and Keystone's helpers (`create_service_user`, `get_or_create_service`,
+`get_or_create_endpoint`) build their `openstack` commands.
 
 What is not devstack's, because it would touch the machine or needs a running cloud:
 
-- stackrc and local.conf: the test sets the variables they would (`_env`), among them
+- stackrc and local.conf: the test sets the variables they would (`_setup`), among them
   `GLOBAL_VENV=True` (stackrc's default) with `DEVSTACK_VENV` a new virtualenv that sees the
-  test virtualenv's packages through a .pth file, so pip finds the dependencies installed
-  (no download) and installs the project and its console scripts there, not in .venv;
+  test virtualenv's packages through a .pth file, so pip (the test virtualenv's, run by the
+  new one's bin/pip) finds the dependencies installed (no download) and installs the project
+  and its console scripts there, not in .venv;
   `os_VENDOR`/`os_PACKAGE` say Ubuntu, so `GetOSVersion` (which would install lsb-release)
   does not run and lib/apache takes its Debian paths.
 - `database_connection_url` and `recreate_database` (lib/database needs a MySQL or
@@ -22,8 +24,8 @@ What is not devstack's, because it would touch the machine or needs a running cl
 - Commands on PATH, each recording its arguments in $CALLS:
   `sudo` runs `install`, `rm`, `mkdir`, `tee`, `grep`, `sed`, `cp`, `ln`, `touch` when every
   absolute path they are given is in the test's directory (`iniset -sudo` writes the unit
-  files with them), and runs nothing else (Apache's
-  `a2ensite`, `systemd-tmpfiles`, `git config --system`, writes under /etc);
+  files with them), and runs nothing else (Apache's `a2ensite`, `systemd-tmpfiles`,
+  `git config --system`, writes under /etc);
   `systemctl` (devstack's $SYSTEMCTL) starts the ExecStart of the unit file `run_process`
   wrote, in the background, and stops it again;
   `openstack` answers Keystone's questions as an empty Keystone would (no such service, no
@@ -55,11 +57,30 @@ from tests.functional.server.support import free_port, request
 ROOT = Path(__file__).resolve().parents[3]
 DEVSTACK = ROOT / "tests" / "fakes" / "devstack"
 BINDIR = os.path.dirname(sys.executable)
-
-pytestmark = pytest.mark.skipif(
-    shutil.which("curl") is None or shutil.which("git") is None,
-    reason="devstack's wait_for_service needs curl and git_clone needs git",
+NOT_SOURCES = (
+    ".git",
+    ".venv*",
+    ".ref-venv",
+    ".*_cache",
+    "build",
+    "state",
+    "demo-state",
+    "*.egg-info",
+    "__pycache__",
 )
+
+
+@pytest.fixture
+def devstack_tools(request: pytest.FixtureRequest) -> None:
+    """devstack's wait_for_service runs curl, git_clone git: without them the test is skipped,
+    or fails under --require-servers (CI)."""
+    missing = [tool for tool in ("curl", "git") if shutil.which(tool) is None]
+    if missing:
+        reason = f"devstack's functions need {', '.join(missing)}"
+        if request.config.getoption("--require-servers"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+
 
 # Run before each script: stack.sh's and unstack.sh's start, as far as the plugin needs it.
 PRELUDE = r"""
@@ -212,14 +233,19 @@ def _setup(tmp: Path, services: str, **extra: str) -> dict[str, str]:
         "sys.exit(main())\n",
         0o755,
     )
-    (tmp / "opt").mkdir()
-    (tmp / "opt" / "masakari").symlink_to(ROOT)
+    # Where the plugin's repository is on a devstack machine. A copy: setup_develop's build
+    # writes masakari.egg-info next to the sources.
+    shutil.copytree(
+        ROOT,
+        tmp / "opt" / "masakari",
+        ignore=shutil.ignore_patterns(*NOT_SOURCES),
+        symlinks=True,
+    )
     _stand_ins(tmp)
     user = subprocess.run(["id", "-un"], capture_output=True, text=True).stdout.strip()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "VIRTUAL_ENV"))}
+    env = dict(os.environ)
     env.update(
         PATH=f"{fakes}:{BINDIR}:{env['PATH']}",
-        PIP_FIND_LINKS=os.environ.get("PIP_FIND_LINKS", ""),
         # The stand-ins and the project build with the test virtualenv's setuptools.
         PIP_NO_BUILD_ISOLATION="0",
         CALLS=str(tmp / "calls"),
@@ -290,7 +316,7 @@ def _alive(pid_file: Path) -> bool:
 
 
 def test_stack_sh_installs_configures_and_starts_masakari_and_unstack_stops_it(
-    tmp_path: Path,
+    devstack_tools: None, tmp_path: Path
 ) -> None:
     port = free_port()
     env = _setup(
@@ -411,7 +437,7 @@ def test_stack_sh_installs_configures_and_starts_masakari_and_unstack_stops_it(
 
 
 def test_under_uwsgi_the_plugin_writes_the_uwsgi_file_and_the_instance_ha_endpoint(
-    tmp_path: Path,
+    devstack_tools: None, tmp_path: Path
 ) -> None:
     env = _setup(tmp_path, "key,rabbit", PHASES="post-config", RABBIT_PASSWORD="rabbit-secret")
     _run(env, STACK)
