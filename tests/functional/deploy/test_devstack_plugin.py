@@ -248,6 +248,7 @@ def _setup(tmp: Path, services: str, **extra: str) -> dict[str, str]:
         PATH=f"{fakes}:{BINDIR}:{env['PATH']}",
         # The stand-ins and the project build with the test virtualenv's setuptools.
         PIP_NO_BUILD_ISOLATION="0",
+        PIP_DISABLE_PIP_VERSION_CHECK="1",
         CALLS=str(tmp / "calls"),
         STATE=str(tmp),
         DEVSTACK_DIR=str(DEVSTACK),
