@@ -1,14 +1,10 @@
-"""The one seam between a recovery and the world: every change it makes goes through here.
+"""What a run does to the world: its own records here, the rest in facets on one seam.
 
-A change is taken only while the run's lease holds (:mod:`masakari.engine.lease`):
-
-- a Nova call that changes something checks the lease right before the request is sent;
-- a database write runs in a transaction that first fences the claim
-  (:func:`masakari.db.claims.fence`: owner, token, expiry, notification still running,
-  and a change of the claim row that a concurrent takeover conflicts with).
-
-While the database is unreachable, reads and writes are retried until the lease runs out:
-an outage shorter than the lease goes unnoticed, a longer one abandons the run.
+Every change goes through the run's :class:`~masakari.engine.seam.Seam`, taken only while
+the run's lease holds (:mod:`masakari.engine.lease`): a database write fences the claim
+first, a Nova change checks the lease right before its request is sent. While the database
+is unreachable, reads and writes are retried until the lease runs out: an outage shorter
+than the lease goes unnoticed, a longer one abandons the run.
 
 A refused change raises :class:`LeaseLost` (a :class:`Cancelled`): the run stops there and
 leaves what it did for the engine that takes the notification over. Nova reads
@@ -23,10 +19,10 @@ from typing import Any, TypeVar
 
 from sqlalchemy import orm
 
-from masakari import exception, metrics
-from masakari.db import claims, failures, holds, instances, notifications, progress, vmoves
+from masakari import metrics
+from masakari.db import claims, failures, instances, progress, vmoves
 from masakari.db import statuses as st
-from masakari.db.database import Database, read, transaction
+from masakari.db.database import Database, transaction
 from masakari.db.hosts import RecoveryHost
 from masakari.db.instances import Plan
 from masakari.db.progress import TaskNote
@@ -37,6 +33,7 @@ from masakari.engine.host_effects import HostChanges
 from masakari.engine.lease import Lease, LeaseLost
 from masakari.engine.nova_effects import LeasedReads, NovaChanges, guarded
 from masakari.engine.ports import Clock, Nova, Server
+from masakari.engine.seam import Seam
 from masakari.engine.slot_effects import SlotChanges
 
 T = TypeVar("T")
@@ -53,64 +50,41 @@ __all__ = [
 ]
 
 
-class Effects(NovaChanges, SlotChanges, HostChanges, FenceChanges, EvidenceChanges):
-    """The reads and the fenced changes of one run of one notification."""
+class Effects:
+    """The reads and the fenced changes of one run of one notification: the run's own records
+    (vmoves, instance plans, progress, the outcome) here, the rest in facets that each take
+    the run's :class:`Seam`: ``nova``, ``hosts``, ``slots``, ``fencing``, ``evidence``."""
 
     def __init__(
-        self, db: Database, nova: Nova, clock: Clock, lease: Lease, notification_uuid: str
+        self,
+        db: Database,
+        nova: Nova,
+        clock: Clock,
+        lease: Lease,
+        notification_uuid: str,
+        reported_at: datetime.datetime | None = None,
     ) -> None:
-        self._db = db
-        self._nova = nova
-        self._clock = clock
+        self.seam = Seam(db, nova, clock, lease, notification_uuid)
         self.lease = lease
         self.notification_uuid = notification_uuid
-        # Reads need no fence, but a run whose lease is over has no business with Nova.
-        self.reads = LeasedReads(nova, lease)
-        # When the failure was reported (the notification's generated_time), for the
-        # report-to-first-evacuation metric; None once observed in this run.
-        self.reported_at: datetime.datetime | None = None
-        # Per instance, from when Nova's instance actions count as this run's evacuation.
-        self.evacuations_sent: dict[str, datetime.datetime] = {}
+        # When the failure was reported (the notification's generated_time).
+        self.reported_at = reported_at
+        self.nova = NovaChanges(self.seam, reported_at)
+        self.hosts = HostChanges(self.seam)
+        self.slots = SlotChanges(self.seam)
+        self.fencing = FenceChanges(self.seam)
+        self.evidence = EvidenceChanges(self.seam)
 
-    # --- the fence ---------------------------------------------------------------------------
+    @property
+    def reads(self) -> LeasedReads:
+        """Nova reads: refused too once the lease is over."""
+        return self.nova.reads
 
     def _write(self, fn: Callable[[orm.Session], T]) -> T:
-        def fenced(session: orm.Session) -> T:
-            if not claims.fence(
-                session,
-                self.notification_uuid,
-                self.lease.owner,
-                self.lease.token,
-                now=self._clock.now(),
-            ):
-                self.lease.lose()
-                raise LeaseLost()
-            return fn(session)
-
-        # A database that is away for less than the lease is waited for; past it, LeaseLost.
-        self.lease.check()
-        return transaction(self._db, fenced, retry_while=self.lease.check)
+        return self.seam.write(fn)
 
     def _read(self, fn: Callable[[orm.Session], T]) -> T:
-        return read(self._db, fn, retry_while=self.lease.check)
-
-    def _hold(self, reason: str, also: Callable[[orm.Session], None]) -> None:
-        """Hold the notification for an operator and give the claim up, in one fenced
-        transaction with ``also``'s writes (made once the hold is written): no engine ever
-        sees it new and unheld, and the run must end then (raise
-        :class:`~masakari.engine.errors.Held`)."""
-
-        def held(session: orm.Session) -> None:
-            notifications.lock(session, self.notification_uuid)
-            holds.hold_again(session, self.notification_uuid, reason)
-            also(session)
-            if not claims.give_up(
-                session, self.notification_uuid, self.lease.owner, self.lease.token
-            ):
-                raise LeaseLost()
-
-        self._write(held)
-        self.lease.lose()
+        return self.seam.read(fn)
 
     # --- reads -------------------------------------------------------------------------------
 
@@ -214,19 +188,7 @@ class Effects(NovaChanges, SlotChanges, HostChanges, FenceChanges, EvidenceChang
         detail: dict[str, str] | None,
     ) -> None:
         note = TaskNote(attempt, position, name, state, task_progress, detail)
-        self._write(lambda s: self._record_note(s, note))
-
-    def _record_note(self, session: orm.Session, note: TaskNote) -> None:
-        progress.record(
-            session,
-            self.notification_uuid,
-            note.attempt,
-            note.position,
-            note.name,
-            note.state,
-            note.progress,
-            note.detail,
-        )
+        self._write(lambda s: self.seam.record_note(s, note))
 
     def record_failure(self, reason: str) -> None:
         """Keep why this attempt failed: the notification's failure_reason (API 1.4)."""
@@ -247,35 +209,4 @@ class Effects(NovaChanges, SlotChanges, HostChanges, FenceChanges, EvidenceChang
             instances.forget_actions(session, self.notification_uuid)
             return True
 
-        return transaction(self._db, finish, retry_while=self.lease.check)
-
-    # --- Nova changes that the database records (the others: NovaChanges) -------------------
-
-    def lock_server(self, instance_uuid: str) -> None:
-        """Lock in Nova; recorded first, so that whoever finishes the notification unlocks."""
-        self._write(lambda s: instances.record_lock(s, self.notification_uuid, instance_uuid))
-        self._nova_call(lambda: self._nova.lock_server(instance_uuid))
-
-    def unlock_server(self, instance_uuid: str) -> None:
-        """Unlock in Nova, then forget the record; a deleted instance counts as unlocked."""
-        try:
-            self._nova_call(lambda: self._nova.unlock_server(instance_uuid))
-        except exception.NovaError as exc:
-            if exc.status != 404:
-                raise
-        self._write(lambda s: instances.forget_lock(s, instance_uuid))
-
-    def _note(self, instance_uuid: str, action: str) -> None:
-        self._write(
-            lambda s: instances.note_action(s, self.notification_uuid, instance_uuid, action)
-        )
-
-    def _evacuated_from(self, instance_uuid: str) -> str | None:
-        ongoing = self.vmoves(statuses=[st.VMOVE_ONGOING])
-        return next((v.source_host for v in ongoing if v.instance_uuid == instance_uuid), None)
-
-    def evacuate(self, instance_uuid: str, host: str | None) -> None:
-        if self.reported_at is not None:
-            metrics.first_evacuation((self._clock.now() - self.reported_at).total_seconds())
-            self.reported_at = None
-        self.send_evacuate(instance_uuid, host)
+        return transaction(self.seam.db, finish, retry_while=self.lease.check)

@@ -3,36 +3,29 @@ in; the verdict's part of :class:`masakari.engine.effects.Effects`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TypeVar
 
 from sqlalchemy import orm
 
 from masakari.db import evidence as evidence_db
 from masakari.db import holds
-from masakari.engine.lease import Lease
+from masakari.engine.seam import Seam
 
 T = TypeVar("T")
 
 
 class EvidenceChanges:
-    lease: Lease
-    notification_uuid: str
+    """``effects.evidence``."""
 
-    def _write(self, fn: Callable[[orm.Session], T]) -> T:
-        raise NotImplementedError
+    def __init__(self, seam: Seam) -> None:
+        self._seam = seam
 
-    def _read(self, fn: Callable[[orm.Session], T]) -> T:
-        raise NotImplementedError
-
-    def _hold(self, reason: str, also: Callable[[orm.Session], None]) -> None:
-        raise NotImplementedError
-
-    def evidence(self) -> list[evidence_db.Evidence]:
-        return self._read(lambda s: evidence_db.of(s, self.notification_uuid))
+    def recorded(self) -> list[evidence_db.Evidence]:
+        return self._seam.read(lambda s: evidence_db.of(s, self._seam.notification_uuid))
 
     def record_evidence(self, items: Sequence[evidence_db.Evidence]) -> None:
-        self._write(lambda s: evidence_db.add(s, self.notification_uuid, items))
+        self._seam.write(lambda s: evidence_db.add(s, self._seam.notification_uuid, items))
 
     def hold_unconfirmed(
         self,
@@ -47,11 +40,11 @@ class EvidenceChanges:
         intake found no hold to end yet) ends the new hold at once, in the same transaction:
         an engine judges the failure again with it.
         """
-        uuid = self.notification_uuid
+        uuid = self._seam.notification_uuid
 
         def with_evidence(session: orm.Session) -> None:
             evidence_db.add(session, uuid, items)
             if reports_seen is not None and evidence_db.reports(session, uuid) > reports_seen:
                 holds.judge_again(session, uuid)
 
-        self._hold(reason, with_evidence)
+        self._seam.hold(reason, with_evidence)

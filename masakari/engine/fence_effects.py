@@ -14,15 +14,12 @@ import datetime
 from collections.abc import Callable, Collection
 from typing import TypeVar
 
-from sqlalchemy import orm
-
 from masakari import metrics
 from masakari.db import fencing, holds
-from masakari.db.database import Database
 from masakari.db.fencing import Attempt
 from masakari.db.progress import TaskNote
-from masakari.engine.lease import Lease, LeaseLost
-from masakari.engine.ports import Clock
+from masakari.engine.lease import LeaseLost
+from masakari.engine.seam import Seam
 from masakari.fencing.base import (
     DriverSpec,
     FenceError,
@@ -49,38 +46,24 @@ def failure_result(exc: FenceError) -> str:
 class FenceChanges:
     """Reads and fenced changes of host fencing; ``_write`` and ``_read`` are Effects'."""
 
-    _db: Database
-    _clock: Clock
-    lease: Lease
-    notification_uuid: str
-
-    def _write(self, fn: Callable[[orm.Session], T]) -> T:
-        raise NotImplementedError
-
-    def _read(self, fn: Callable[[orm.Session], T]) -> T:
-        raise NotImplementedError
-
-    def _record_note(self, session: orm.Session, note: TaskNote) -> None:
-        raise NotImplementedError
-
-    def _hold(self, reason: str, also: Callable[[orm.Session], None]) -> None:
-        raise NotImplementedError
+    def __init__(self, seam: Seam) -> None:
+        self._seam = seam
 
     # --- reads ---------------------------------------------------------------------------------
 
     def fence_attempts(self) -> list[Attempt]:
-        return self._read(lambda s: fencing.attempts(s, self.notification_uuid))
+        return self._seam.read(lambda s: fencing.attempts(s, self._seam.notification_uuid))
 
     def released_hold(self) -> str | None:
         """Why the notification was held, if an operator released the hold."""
-        return self._read(lambda s: holds.released_hold(s, self.notification_uuid))
+        return self._seam.read(lambda s: holds.released_hold(s, self._seam.notification_uuid))
 
     def crashed_since(
         self, addresses: Collection[str], since: datetime.datetime
     ) -> datetime.datetime | None:
         """kdump: the newest message from one of a host's ``addresses`` (IPs, as the
         listeners record them) any engine received since ``since``."""
-        return self._read(lambda s: fencing.kdump_since(s, addresses, since))
+        return self._seam.read(lambda s: fencing.kdump_since(s, addresses, since))
 
     # --- records ---------------------------------------------------------------------------
 
@@ -97,12 +80,12 @@ class FenceChanges:
         kind: str,
     ) -> None:
         """An attempt known whole at once (a kdump wait, a release)."""
-        self._write(
+        self._seam.write(
             lambda s: fencing.start(
                 s,
-                self.notification_uuid,
-                self.lease.owner,
-                self.lease.token,
+                self._seam.notification_uuid,
+                self._seam.lease.owner,
+                self._seam.lease.token,
                 host,
                 position,
                 driver,
@@ -116,13 +99,13 @@ class FenceChanges:
         metrics.fence_attempt(kind, action, result, duration)
 
     def _begin(self, host: str, position: int, spec: DriverSpec, action: str) -> int:
-        started = self._clock.now()
-        return self._write(
+        started = self._seam.clock.now()
+        return self._seam.write(
             lambda s: fencing.start(
                 s,
-                self.notification_uuid,
-                self.lease.owner,
-                self.lease.token,
+                self._seam.notification_uuid,
+                self._seam.lease.owner,
+                self._seam.lease.token,
                 host,
                 position,
                 spec.describe(),
@@ -140,7 +123,7 @@ class FenceChanges:
         message: str | None,
         seconds: float,
     ) -> None:
-        self._write(lambda s: fencing.answer(s, attempt_id, result, message, seconds))
+        self._seam.write(lambda s: fencing.answer(s, attempt_id, result, message, seconds))
         metrics.fence_attempt(spec.type, action, result, seconds)
 
     # --- power actions ---------------------------------------------------------------------
@@ -150,9 +133,9 @@ class FenceChanges:
         answer says why; the row names the driver)."""
         call = driver.power_off if action == fencing.OFF else driver.power_on
         attempt_id = self._begin(host, position, driver.spec, action)
-        started = self._clock.monotonic()
+        started = self._seam.clock.monotonic()
         try:
-            self.lease.check()
+            self._seam.lease.check()
             call()
         except FenceError as exc:
             self._answer(
@@ -161,7 +144,7 @@ class FenceChanges:
                 action,
                 failure_result(exc),
                 exc.why,
-                self._clock.monotonic() - started,
+                self._seam.clock.monotonic() - started,
             )
             raise
         except LeaseLost:
@@ -172,7 +155,7 @@ class FenceChanges:
             action,
             fencing.DONE,
             "accepted",
-            self._clock.monotonic() - started,
+            self._seam.clock.monotonic() - started,
         )
 
     def power_off(self, driver: PowerDriver, host: str, position: int) -> None:
@@ -197,12 +180,12 @@ class FenceChanges:
         is what the row says when the time is up.
         """
         attempt_id = self._begin(host, position, driver.spec, fencing.STATUS)
-        started = self._clock.monotonic()
+        started = self._seam.clock.monotonic()
         reads = 0
         last: str = "no answer"
         result = fencing.TIMEOUT
         while True:
-            self.lease.check()
+            self._seam.lease.check()
             reads += 1
             try:
                 state = driver.power_status()
@@ -216,11 +199,11 @@ class FenceChanges:
                         fencing.STATUS,
                         fencing.POWER_OFF,
                         f"off after {reads} read(s)",
-                        self._clock.monotonic() - started,
+                        self._seam.clock.monotonic() - started,
                     )
                     return True
                 last, result = f"reads {state.value}", fencing.TIMEOUT
-            if self._clock.monotonic() - started + interval > timeout:
+            if self._seam.clock.monotonic() - started + interval > timeout:
                 break
             wait(interval)
         self._answer(
@@ -229,15 +212,15 @@ class FenceChanges:
             fencing.STATUS,
             result,
             f"not off after {timeout:g} s ({reads} read(s)): {last}",
-            self._clock.monotonic() - started,
+            self._seam.clock.monotonic() - started,
         )
         return False
 
     def read_back(self, driver: PowerDriver, host: str, position: int) -> bool:
         """One status read (an engine taking over an off that was sent): True when Off."""
         attempt_id = self._begin(host, position, driver.spec, fencing.STATUS)
-        started = self._clock.monotonic()
-        self.lease.check()
+        started = self._seam.clock.monotonic()
+        self._seam.lease.check()
         try:
             state = driver.power_status()
         except FenceError as exc:
@@ -247,7 +230,7 @@ class FenceChanges:
                 fencing.STATUS,
                 failure_result(exc),
                 exc.why,
-                self._clock.monotonic() - started,
+                self._seam.clock.monotonic() - started,
             )
             return False
         result = fencing.POWER_OFF if state is PowerState.OFF else state.value
@@ -257,7 +240,7 @@ class FenceChanges:
             fencing.STATUS,
             result,
             f"read back: {state.value}",
-            self._clock.monotonic() - started,
+            self._seam.clock.monotonic() - started,
         )
         return state is PowerState.OFF
 
@@ -267,5 +250,5 @@ class FenceChanges:
         """Hold the notification and give the claim up, with the task's last progress note,
         in one fenced transaction (always made, or LeaseLost); the run must end then (raise
         Held)."""
-        self._hold(reason, lambda session: self._record_note(session, note))
+        self._seam.hold(reason, lambda session: self._seam.record_note(session, note))
         return True

@@ -21,8 +21,11 @@ from typing import Any, TypeVar
 from masakari import exception, metrics
 from masakari.compute import retry
 from masakari.compute.transport import send_guard
+from masakari.db import instances, vmoves
+from masakari.db import statuses as st
 from masakari.engine.lease import Lease
-from masakari.engine.ports import Clock, InstanceAction, Nova, NovaReads, Server, Service
+from masakari.engine.ports import InstanceAction, NovaReads, Server, Service
+from masakari.engine.seam import Seam
 
 T = TypeVar("T")
 
@@ -79,29 +82,38 @@ class LeasedReads:
 
 
 class NovaChanges:
-    """The Nova half of :class:`masakari.engine.effects.Effects`."""
+    """``effects.nova``: the run's Nova changes, each checked against its lease."""
 
-    _nova: Nova
-    _clock: Clock
-    lease: Lease
-    reads: LeasedReads
-    evacuations_sent: dict[str, datetime.datetime]
+    def __init__(self, seam: Seam, reported_at: datetime.datetime | None = None) -> None:
+        self._seam = seam
+        self.reads = LeasedReads(seam.nova, seam.lease)
+        # When the failure was reported, for the report-to-first-evacuation metric; None
+        # once observed in this run.
+        self._reported_at = reported_at
+        # Per instance, from when Nova's instance actions count as this run's evacuation.
+        self.evacuations_sent: dict[str, datetime.datetime] = {}
 
     def _note(self, instance_uuid: str, action: str) -> None:
-        raise NotImplementedError
+        """Record the action first, so that an engine taking over knows what was asked."""
+        uuid = self._seam.notification_uuid
+        self._seam.write(lambda s: instances.note_action(s, uuid, instance_uuid, action))
 
     def _evacuated_from(self, instance_uuid: str) -> str | None:
         """The host this run evacuates the instance from (its ongoing vmove's source)."""
-        raise NotImplementedError
+        uuid = self._seam.notification_uuid
+        ongoing = self._seam.read(
+            lambda s: vmoves.of_notification(s, uuid, [st.VMOVE_ONGOING], None)
+        )
+        return next((v.source_host for v in ongoing if v.instance_uuid == instance_uuid), None)
 
     def _nova_call(self, call: Callable[[], T]) -> T:
-        return guarded(self.lease, call)
+        return guarded(self._seam.lease, call)
 
     def _checked(self, operation: str, send: Callable[[], None], made: Callable[[], bool]) -> None:
         """Send a change that must not be made twice; after an ambiguous failure, send it
         again only while ``made()`` (a read of Nova) says it was not made."""
-        policy = getattr(self._nova, "policy", retry.ENGINE)
-        delays = policy.resends(self._clock.monotonic)
+        policy = getattr(self._seam.nova, "policy", retry.ENGINE)
+        delays = policy.resends(self._seam.clock.monotonic)
         resent = False
         while True:
             try:
@@ -126,9 +138,9 @@ class NovaChanges:
     def _pause(self, seconds: float) -> None:
         """Wait before reading Nova again (a request in flight may still land), no longer
         than the lease runs."""
-        self.lease.check()
-        self._clock.sleep(min(seconds, self.lease.remaining()), threading.Event())
-        self.lease.check()
+        self._seam.lease.check()
+        self._seam.clock.sleep(min(seconds, self._seam.lease.remaining()), threading.Event())
+        self._seam.lease.check()
 
     # --- the changes -------------------------------------------------------------------------
 
@@ -138,22 +150,24 @@ class NovaChanges:
 
     def disable_service(self, service: Service, reason: str | None) -> None:
         self._update_service(
-            service, lambda: self._nova.disable_service(service.id, reason), status="disabled"
+            service, lambda: self._seam.nova.disable_service(service.id, reason), status="disabled"
         )
 
     def enable_service(self, service: Service) -> None:
         self._update_service(
-            service, lambda: self._nova.enable_service(service.id), status="enabled"
+            service, lambda: self._seam.nova.enable_service(service.id), status="enabled"
         )
 
     def force_down_service(self, service: Service) -> None:
         self._update_service(
-            service, lambda: self._nova.force_down_service(service.id, True), forced_down=True
+            service, lambda: self._seam.nova.force_down_service(service.id, True), forced_down=True
         )
 
     def unset_forced_down(self, service: Service) -> None:
         self._update_service(
-            service, lambda: self._nova.force_down_service(service.id, False), forced_down=False
+            service,
+            lambda: self._seam.nova.force_down_service(service.id, False),
+            forced_down=False,
         )
 
     def _update_service(
@@ -177,14 +191,14 @@ class NovaChanges:
         self._checked("PUT /os-services/{id}", send, made)
 
     def reset_state(self, instance_uuid: str, state: str) -> None:
-        self._nova_call(lambda: self._nova.reset_state(instance_uuid, state))
+        self._nova_call(lambda: self._seam.nova.reset_state(instance_uuid, state))
 
     def stop_server(self, instance_uuid: str) -> None:
         """Stop; recorded first, so that an engine taking over knows what was asked."""
         self._note(instance_uuid, "stop")
         self._checked(
             "os-stop",
-            lambda: self._nova.stop_server(instance_uuid),
+            lambda: self._seam.nova.stop_server(instance_uuid),
             lambda: self._server_in(instance_uuid, "stopped", "powering-off"),
         )
 
@@ -193,7 +207,7 @@ class NovaChanges:
         self._note(instance_uuid, "start")
         self._checked(
             "os-start",
-            lambda: self._nova.start_server(instance_uuid),
+            lambda: self._seam.nova.start_server(instance_uuid),
             lambda: self._server_in(instance_uuid, "active", "powering-on"),
         )
 
@@ -212,7 +226,7 @@ class NovaChanges:
         shows only there)."""
         # Nova's clock against ours: the claims already need the engines' clocks within
         # engine_claim_margin of each other; Nova's is taken to be as close.
-        since = self._clock.now() - datetime.timedelta(seconds=CLOCK_SKEW)
+        since = self._seam.clock.now() - datetime.timedelta(seconds=CLOCK_SKEW)
         self.evacuations_sent[instance_uuid] = since
 
         def made() -> bool:
@@ -225,7 +239,7 @@ class NovaChanges:
                 return True
             return bool(self._evacuate_actions(instance_uuid))
 
-        self._checked("evacuate", lambda: self._nova.evacuate(instance_uuid, host=host), made)
+        self._checked("evacuate", lambda: self._seam.nova.evacuate(instance_uuid, host=host), made)
 
     def _evacuate_actions(self, instance_uuid: str) -> list[InstanceAction]:
         """The ``evacuate`` actions Nova recorded for the instance since this run sent its
@@ -258,5 +272,29 @@ class NovaChanges:
             )
 
         self._checked(
-            "add_host", lambda: self._nova.add_host_to_aggregate(aggregate_id, host), made
+            "add_host", lambda: self._seam.nova.add_host_to_aggregate(aggregate_id, host), made
         )
+
+    # --- Nova changes that the database records ----------------------------------------------
+
+    def lock_server(self, instance_uuid: str) -> None:
+        """Lock in Nova; recorded first, so that whoever finishes the notification unlocks."""
+        uuid = self._seam.notification_uuid
+        self._seam.write(lambda s: instances.record_lock(s, uuid, instance_uuid))
+        self._nova_call(lambda: self._seam.nova.lock_server(instance_uuid))
+
+    def unlock_server(self, instance_uuid: str) -> None:
+        """Unlock in Nova, then forget the record; a deleted instance counts as unlocked."""
+        try:
+            self._nova_call(lambda: self._seam.nova.unlock_server(instance_uuid))
+        except exception.NovaError as exc:
+            if exc.status != 404:
+                raise
+        self._seam.write(lambda s: instances.forget_lock(s, instance_uuid))
+
+    def evacuate(self, instance_uuid: str, host: str | None) -> None:
+        if self._reported_at is not None:
+            since = self._seam.clock.now() - self._reported_at
+            metrics.first_evacuation(since.total_seconds())
+            self._reported_at = None
+        self.send_evacuate(instance_uuid, host)

@@ -62,9 +62,15 @@ class Runner:
             return None
         fields = notifier.notification_fields(notification)
         self.notifier.emit("notification.process.start", notifier.notification_payload(fields))
-        effects = Effects(self.db, self.nova, self.clock, lease, notification_uuid)
-        effects.host_notices = HostNotices(self.notifier)
-        effects.reported_at = notification.generated_time
+        effects = Effects(
+            self.db,
+            self.nova,
+            self.clock,
+            lease,
+            notification_uuid,
+            reported_at=notification.generated_time,
+        )
+        effects.hosts.host_notices = HostNotices(self.notifier)
         run = RunContext(
             conf=self.conf,
             effects=effects,

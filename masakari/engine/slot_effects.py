@@ -3,7 +3,6 @@ its claim; the other half of :class:`masakari.engine.effects.Effects`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TypeVar
 
 from sqlalchemy import orm
@@ -11,21 +10,17 @@ from sqlalchemy import orm
 from masakari import metrics
 from masakari.db import slots, vmoves
 from masakari.db import statuses as st
-from masakari.db.database import Database, transaction
-from masakari.engine.lease import Lease
-from masakari.engine.ports import Clock
+from masakari.db.database import transaction
+from masakari.engine.seam import Seam
 
 T = TypeVar("T")
 
 
 class SlotChanges:
-    _db: Database
-    _clock: Clock
-    lease: Lease
-    notification_uuid: str
+    """``effects.slots``."""
 
-    def _write(self, fn: Callable[[orm.Session], T]) -> T:
-        raise NotImplementedError
+    def __init__(self, seam: Seam) -> None:
+        self._seam = seam
 
     def take_evacuation_slot(
         self, cap: int, instance_uuid: str, vmove_id: int | None = None
@@ -40,17 +35,17 @@ class SlotChanges:
             number = slots.take(
                 session,
                 cap,
-                self.notification_uuid,
-                self.lease.owner,
-                self.lease.token,
+                self._seam.notification_uuid,
+                self._seam.lease.owner,
+                self._seam.lease.token,
                 instance_uuid,
-                self._clock.now(),
+                self._seam.clock.now(),
             )
             if number is not None and vmove_id is not None:
                 self._start_vmove(session, vmove_id)
             return number
 
-        started = self._write(take)
+        started = self._seam.write(take)
         if started is not None and vmove_id is not None:
             metrics.vmove_written(st.VMOVE_ONGOING)
         return started
@@ -58,7 +53,7 @@ class SlotChanges:
     def slot_holder(self) -> tuple[str, str, int]:
         """Who our slots name: notification, owner, token (what :meth:`receive_evacuation_slot`
         of another run checks before moving one)."""
-        return self.notification_uuid, self.lease.owner, self.lease.token
+        return self._seam.notification_uuid, self._seam.lease.owner, self._seam.lease.token
 
     def receive_evacuation_slot(
         self,
@@ -75,30 +70,30 @@ class SlotChanges:
                 session,
                 number,
                 giver,
-                self.notification_uuid,
-                self.lease.owner,
-                self.lease.token,
+                self._seam.notification_uuid,
+                self._seam.lease.owner,
+                self._seam.lease.token,
                 instance_uuid,
-                self._clock.now(),
+                self._seam.clock.now(),
             )
             if moved and vmove_id is not None:
                 self._start_vmove(session, vmove_id)
             return moved
 
-        moved = self._write(receive)
+        moved = self._seam.write(receive)
         if moved and vmove_id is not None:
             metrics.vmove_written(st.VMOVE_ONGOING)
         return moved
 
     def _start_vmove(self, session: orm.Session, vmove_id: int) -> None:
         vmoves.update(
-            session, vmove_id, {"status": st.VMOVE_ONGOING, "start_time": self._clock.now()}
+            session, vmove_id, {"status": st.VMOVE_ONGOING, "start_time": self._seam.clock.now()}
         )
 
     def give_back_evacuation_slot(self, number: int) -> None:
         """Not fenced: giving a slot back is right whoever owns the claim now."""
         transaction(
-            self._db,
-            lambda s: slots.give_back(s, number, self.lease.owner, self.lease.token),
-            retry_while=self.lease.check,
+            self._seam.db,
+            lambda s: slots.give_back(s, number, self._seam.lease.owner, self._seam.lease.token),
+            retry_while=self._seam.lease.check,
         )

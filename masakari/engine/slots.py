@@ -121,7 +121,9 @@ class EvacuationSlots:
                 vmove_id = waiter.vmove_id()
                 number: int | None = None
                 try:
-                    number = run.effects.take_evacuation_slot(self.cap, instance_uuid, vmove_id)
+                    number = run.effects.slots.take_evacuation_slot(
+                        self.cap, instance_uuid, vmove_id
+                    )
                 except database.DUPLICATE_ERRORS:
                     pass  # another engine inserted the same number first: ask again
                 finally:
@@ -159,7 +161,7 @@ class EvacuationSlots:
         if self._hand_off(run, number):
             return
         try:
-            run.effects.give_back_evacuation_slot(number)
+            run.effects.slots.give_back_evacuation_slot(number)
         except Exception as exc:
             LOG.warning(
                 "Evacuation slot %s not given back (%s): it is free again when notification "
@@ -192,8 +194,8 @@ class EvacuationSlots:
         vmove_id: int | None = None
         try:
             vmove_id = waiter.vmove_id()
-            moved = waiter.run.effects.receive_evacuation_slot(
-                number, run.effects.slot_holder(), waiter.instance_uuid, vmove_id
+            moved = waiter.run.effects.slots.receive_evacuation_slot(
+                number, run.effects.slots.slot_holder(), waiter.instance_uuid, vmove_id
             )
         except (Cancelled, Exception) as exc:
             # The waiter's run lost its claim or the database is away: give the slot back.

@@ -163,19 +163,19 @@ def applies(conf: cfg.ConfigOpts, payload: HostPayload) -> bool:
 
 def judge(run: RunContext, host_uuid: str, payload: HostPayload) -> str:
     """The host_status the flow is given; raises Held when the rule does not confirm."""
-    host = run.effects.host(host_uuid)
+    host = run.effects.hosts.host(host_uuid)
     if host is None:
         raise exception.HostNotFound(id=host_uuid)
     rule = run.conf.verdict.rule
-    verdicts = [e for e in run.effects.evidence() if e.kind == ev.VERDICT]
+    verdicts = [e for e in run.effects.evidence.recorded() if e.kind == ev.VERDICT]
     if verdicts and verdicts[-1].failed:
         return _confirmed_before(run, host, verdicts[-1])
-    released = run.effects.released_hold() is not None
+    released = run.effects.fencing.released_hold() is not None
     deadline = run.clock.monotonic() + (0.0 if released else float(run.conf.verdict.wait))
     while True:
         fence = _fence_view(run, host)
         nova, seen = _nova(run, host.name)
-        known = run.effects.evidence()
+        known = run.effects.evidence.recorded()
         signals = Signals(_monitor(payload, known), nova, fence, released)
         decision = decide(rule, signals)
         if decision.confirmed is not None or run.clock.monotonic() >= deadline:
@@ -195,9 +195,9 @@ def judge(run: RunContext, host_uuid: str, payload: HostPayload) -> str:
         LOG.warning("Host %s failure not confirmed (rule %s): %s", host.name, rule, reason)
         held = f"{holds.VERDICT_PREFIX}{rule}: {reason}"
         reports = sum(1 for e in known if e.kind == ev.REPORT)
-        run.effects.hold_unconfirmed(held, gathered, reports_seen=reports)
+        run.effects.evidence.hold_unconfirmed(held, gathered, reports_seen=reports)
         raise Held(held)
-    run.effects.record_evidence(gathered)
+    run.effects.evidence.record_evidence(gathered)
     LOG.info("Host %s failure confirmed (rule %s): %s", host.name, rule, reason)
     return decision.host_status
 
@@ -207,7 +207,7 @@ def _confirmed_before(run: RunContext, host: RecoveryHost, verdict: ev.Evidence)
     when this engine cannot fence the host and nothing proved it off yet."""
     if verdict.value != ON_FENCE:
         return verdict.value or UNKNOWN
-    if _drivers(run, host) or any(a.proves_dead for a in run.effects.fence_attempts()):
+    if _drivers(run, host) or any(a.proves_dead for a in run.effects.fencing.fence_attempts()):
         return UNKNOWN
     reason = (
         f"{verdict.source}: confirmed on condition of host fencing, which engine "
@@ -217,7 +217,7 @@ def _confirmed_before(run: RunContext, host: RecoveryHost, verdict: ev.Evidence)
     LOG.warning("Host %s failure not recovered: %s", host.name, reason)
     held = f"{holds.VERDICT_PREFIX}{reason}"
     unfenced = ev.Evidence(ev.VERDICT, verdict.source, False, reason, run.clock.now())
-    run.effects.hold_unconfirmed(held, [unfenced])
+    run.effects.evidence.hold_unconfirmed(held, [unfenced])
     raise Held(held)
 
 
@@ -253,7 +253,7 @@ def _fence_view(run: RunContext, host: RecoveryHost) -> FenceView:
         return FenceView()
     specs = _drivers(run, host)
     proof, power_on = None, False
-    for attempt in run.effects.fence_attempts():
+    for attempt in run.effects.fencing.fence_attempts():
         if attempt.action == fence_db.RELEASE:
             continue  # an operator's word, which the verdict reads as the release itself
         if attempt.proves_dead:
@@ -264,7 +264,7 @@ def _fence_view(run: RunContext, host: RecoveryHost) -> FenceView:
     since = reported - datetime.timedelta(seconds=run.fencing.kdump_max_age)
     for spec in specs:
         if proof is None and spec.type == KDUMP and spec.address:
-            crashed = run.effects.crashed_since(spec.address, since)
+            crashed = run.effects.fencing.crashed_since(spec.address, since)
             if crashed is not None:
                 proof = f"{spec.describe()}: kdump message at {crashed}"
     return FenceView(proof=proof, power_on=power_on, can_fence=bool(specs))

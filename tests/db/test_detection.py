@@ -353,7 +353,7 @@ def test_a_verdict_hold_written_while_a_report_is_kept_sees_it_and_ends_itself(d
         assert holds.judge_again(s, nid) is False, "no hold yet"
         s.flush()
         # The verdict judged on the detector's report alone (1), and holds.
-        hold, outcome = _in_thread(lambda: effects.hold_unconfirmed(VERDICT_HOLD, [], 1))
+        hold, outcome = _in_thread(lambda: effects.evidence.hold_unconfirmed(VERDICT_HOLD, [], 1))
         hold.join(1.0)
         assert hold.is_alive(), "the hold waits for the report's transaction"
     hold.join(30)

@@ -27,7 +27,7 @@ class Outcome:
 
 def recover(run: RunContext, flows: FlowTasks, notification: NotificationData) -> Outcome:
     """Run the recovery a notification asks for. Raises Cancelled when the run must stop."""
-    source = run.effects.host(notification.source_host_uuid)
+    source = run.effects.hosts.host(notification.source_host_uuid)
     if source is None:
         LOG.error(
             "Notification %s: its host %s no longer exists.",

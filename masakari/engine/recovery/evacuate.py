@@ -53,7 +53,7 @@ def _leave_what_cannot_fit(
             ctx.nova,
             ctx.run.placement,
             reserved_host=reserved_host,
-            peers=[] if reserved_host else ctx.effects.peer_host_names(host_name),
+            peers=[] if reserved_host else ctx.effects.hosts.peer_host_names(host_name),
         )
     except exception.NovaError as exc:
         ctx.update_details(f"Capacity check failed, evacuating without it: {exc}")

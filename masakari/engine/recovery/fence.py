@@ -76,7 +76,7 @@ def _fence(
 ) -> None:
     host = fenced.name
     effects = ctx.effects
-    prior = effects.fence_attempts()
+    prior = effects.fencing.fence_attempts()
     proof = next((a for a in prior if a.proves_dead), None)
     if proof is not None:
         ctx.update_details(
@@ -86,7 +86,7 @@ def _fence(
         )
         ctx.store.host_fenced = True
         return
-    released = effects.released_hold()
+    released = effects.fencing.released_hold()
     if holds.is_fence_reason(released):
         _released(ctx, host, released or "")
         return
@@ -126,14 +126,14 @@ def _disable_first(ctx: TaskContext, host: str) -> None:
     disable is idempotent); the force down still waits for the proof. A held host stays
     disabled."""
     service = compute_service(ctx.nova.find_compute_services(host), host)
-    ctx.effects.disable_service(service, ctx.conf.host_failure.service_disable_reason)
+    ctx.effects.nova.disable_service(service, ctx.conf.host_failure.service_disable_reason)
     ctx.update_details(f"Disabled compute service on host '{host}' before fencing it", 0.1)
 
 
 def _released(ctx: TaskContext, host: str, reason: str) -> None:
     """The operator released the hold: their word that the host is dead, recorded."""
     now = ctx.run.clock.now()
-    ctx.effects.record_fence(
+    ctx.effects.fencing.record_fence(
         host,
         -1,
         OPERATOR,
@@ -172,7 +172,7 @@ def _read_back(
             "reading its state back first",
             0.1,
         )
-        if ctx.effects.read_back(fencing.power_driver(spec), host, attempt.position):
+        if ctx.effects.fencing.read_back(fencing.power_driver(spec), host, attempt.position):
             ctx.update_details(f"Host '{host}' reads off ({spec.describe()})", 1.0)
             ctx.store.host_fenced = True
             return True
@@ -193,12 +193,12 @@ def _power_off(
         ctx.update_details(f"No driver for {name}: {why_of(exc)}", 0.3)
         return f"no driver: {why_of(exc)}"
     try:
-        ctx.effects.power_off(driver, host, position)
+        ctx.effects.fencing.power_off(driver, host, position)
     except FenceError as exc:
         ctx.update_details(f"Power off of '{host}' via {name} failed: {exc.why}", 0.3)
         return f"power off: {exc.why}"
     ctx.update_details(f"Power off of '{host}' sent via {name}: confirming", 0.5)
-    off = ctx.effects.confirm_off(
+    off = ctx.effects.fencing.confirm_off(
         driver,
         host,
         position,
@@ -236,10 +236,10 @@ def _kdump(
         # A name that no longer resolves: no message can be told to be the host's.
         sources = set()
         LOG.warning("kdump entry of %s: address %s does not resolve: %s", host, address, exc)
-    found = ctx.effects.crashed_since(sources, since)
+    found = ctx.effects.fencing.crashed_since(sources, since)
     while found is None and ctx.run.clock.monotonic() - started < wait:
         ctx.run.sleep(min(fencing.confirm_interval, wait))
-        found = ctx.effects.crashed_since(sources, since)
+        found = ctx.effects.fencing.crashed_since(sources, since)
     seconds = ctx.run.clock.monotonic() - started
     if found is not None:
         message = f"crash message from {address} received at {found}"
@@ -247,7 +247,7 @@ def _kdump(
     else:
         message = f"no crash message from {address} since {since} (waited {seconds:.1f} s)"
         result = evidence.NO_MESSAGE
-    ctx.effects.record_fence(
+    ctx.effects.fencing.record_fence(
         host,
         position,
         spec.describe(),
@@ -277,7 +277,7 @@ def _hold(ctx: TaskContext, reason: str, what: str) -> NoReturn:
     ctx.progress.update_with(
         f"Held for an operator: {reason}",
         1.0,
-        lambda note: ctx.effects.hold(reason, note),
+        lambda note: ctx.effects.fencing.hold(reason, note),
         state=states.FAILURE,
     )
     raise Held(reason[: holds.MAX_REASON])
@@ -290,7 +290,7 @@ def power_on_after(run: RunContext, fenced: FencedHost) -> None:
     fencing = run.fencing
     if fencing is None or not fencing.power_on_after_recovery:
         return
-    attempts = run.effects.fence_attempts()
+    attempts = run.effects.fencing.fence_attempts()
     if any(a.action == evidence.ON for a in attempts):
         return
     proof = next(
@@ -305,7 +305,7 @@ def power_on_after(run: RunContext, fenced: FencedHost) -> None:
         LOG.warning("Host %s: its fencing driver changed; not powered on again", host)
         return
     try:
-        run.effects.power_on(fencing.power_driver(spec), host, proof.position)
+        run.effects.fencing.power_on(fencing.power_driver(spec), host, proof.position)
     except FenceError as exc:
         LOG.error("Host %s: power on after recovery via %s failed: %s", host, proof.driver, exc.why)
         return

@@ -62,16 +62,16 @@ def disable_compute_service(ctx: TaskContext) -> None:
     service = _service(ctx, host_name)
     reported = str(ctx.store.host_status or "").upper() == "NORMAL"
     if ctx.store.host_fenced or (conf.host_failure.force_down_fenced_host and reported):
-        ctx.effects.force_down_service(service)
+        ctx.effects.nova.force_down_service(service)
 
         def forced_down() -> bool:
             return _service(ctx, host_name).forced_down
 
         ctx.run.poll(forced_down, conf.verify_interval, conf.wait_period_after_service_update)
         ctx.update_details(f"Forced down compute service on host: '{host_name}'", 0.5)
-        ctx.effects.disable_service(service, conf.host_failure.service_disable_reason)
+        ctx.effects.nova.disable_service(service, conf.host_failure.service_disable_reason)
     else:
-        ctx.effects.disable_service(service, conf.host_failure.service_disable_reason)
+        ctx.effects.nova.disable_service(service, conf.host_failure.service_disable_reason)
         LOG.info(
             "Sleeping %s sec before starting recovery thread until nova recognizes the node down.",
             conf.wait_period_after_service_update,
@@ -110,7 +110,7 @@ def check_still_down(
     Raises HostRecoveryFailure when the host is back, having changed nothing in Nova or in
     masakari: the host stays as the earlier attempt left it.
     """
-    host = run.effects.host(host_uuid)
+    host = run.effects.hosts.host(host_uuid)
     if host is None:
         raise exception.HostNotFound(id=host_uuid)
     ended = run.effects.last_attempt_end()
@@ -188,12 +188,12 @@ def handle(
         status = run_flow(run, lambda: check_still_down(run, host_uuid, reported_at))
         if status != statuses.FINISHED:
             return status
-    host = run.effects.put_host_on_maintenance(host_uuid, unreserve_spare=True)
+    host = run.effects.hosts.put_host_on_maintenance(host_uuid, unreserve_spare=True)
     LOG.info("Set host %s on maintenance.", host.name)
     reserved_hosts = (
         []
         if host.recovery_method == RecoveryMethod.AUTO
-        else run.effects.reserved_host_names(host.failover_segment_id)
+        else run.effects.hosts.reserved_host_names(host.failover_segment_id)
     )
     store = Store(run.notification_uuid, host_name=host.name, host_status=confirmed.host_status)
     fenced = FencedHost(host.name, host.segment_name, host.failover_segment_id)

@@ -30,7 +30,7 @@ def return_host(ctx: TaskContext) -> None:
         service = compute_service(ctx.nova.find_compute_services(host_name), host_name)
     if options.unset_forced_down and service is not None:
         if service.forced_down:
-            ctx.effects.unset_forced_down(service)
+            ctx.effects.nova.unset_forced_down(service)
             ctx.update_details(f"Unset forced_down of compute service on host '{host_name}'", 0.3)
         else:
             ctx.update_details(f"Compute service on host '{host_name}' is not forced down", 0.3)
@@ -46,12 +46,12 @@ def return_host(ctx: TaskContext) -> None:
                 0.6,
             )
         else:
-            ctx.effects.enable_service(service)
+            ctx.effects.nova.enable_service(service)
             ctx.update_details(f"Enabled compute service on host '{host_name}'", 0.6)
     if options.return_reserved_hosts:
         _return_spares(ctx, host_uuid, host_name)
     if options.clear_on_maintenance:
-        if ctx.effects.clear_maintenance(host_uuid):
+        if ctx.effects.hosts.clear_maintenance(host_uuid):
             ctx.update_details(f"Host '{host_name}' is no longer on maintenance", 0.9)
         else:
             ctx.update_details(f"Host '{host_name}' was not on maintenance", 0.9)
@@ -64,8 +64,8 @@ def _return_spares(ctx: TaskContext, host_uuid: str, host_name: str) -> None:
     Its nova-compute is disabled before masakari marks it reserved, and Nova is asked
     again after the disable: an instance Nova placed there in between keeps it in service.
     """
-    host = ctx.effects.host(host_uuid)
-    taken = ctx.effects.spares_taken(host) if host is not None else []
+    host = ctx.effects.hosts.host(host_uuid)
+    taken = ctx.effects.hosts.spares_taken(host) if host is not None else []
     if not taken:
         ctx.update_details(f"No reserved host to return for host '{host_name}'", 0.8)
         return
@@ -86,18 +86,18 @@ def _return_spares(ctx: TaskContext, host_uuid: str, host_name: str) -> None:
             continue
         disabled_here = found.status != "disabled"
         if disabled_here:
-            ctx.effects.disable_service(found, SPARE_DISABLE_REASON)
+            ctx.effects.nova.disable_service(found, SPARE_DISABLE_REASON)
         count = len(ctx.nova.list_servers_on_host(spare))
         if count:
             if disabled_here:
-                ctx.effects.enable_service(found)
+                ctx.effects.nova.enable_service(found)
             ctx.update_details(
                 f"Reserved host '{spare}' still hosts {count} instances: not returned to the "
                 "reserved pool",
                 0.8,
             )
             continue
-        if ctx.effects.return_spare(spare):
+        if ctx.effects.hosts.return_spare(spare):
             ctx.update_details(f"Returned reserved host '{spare}' to the reserved pool", 0.8)
         else:
             ctx.update_details(
@@ -107,7 +107,7 @@ def _return_spares(ctx: TaskContext, host_uuid: str, host_name: str) -> None:
 
 def handle(run: RunContext, host_uuid: str) -> str:
     """Run the return steps for a host that reported STARTED; the status it ends with."""
-    host = run.effects.host(host_uuid)
+    host = run.effects.hosts.host(host_uuid)
     if host is None or not host.on_maintenance:
         # Only a host a recovery put on maintenance (or an operator did) is returned: a
         # STARTED report of a host in service changes nothing, as in the reference.

@@ -70,10 +70,10 @@ def stop_instance(ctx: TaskContext) -> None:
 
     if vm_state != "stopped":
         if vm_state == "resized":
-            ctx.effects.reset_state(instance_uuid, "active")
+            ctx.effects.nova.reset_state(instance_uuid, "active")
         ctx.update_details(f"Stopping instance: {instance_uuid}")
         try:
-            ctx.effects.stop_server(instance_uuid)
+            ctx.effects.nova.stop_server(instance_uuid)
         except exception.NovaError as exc:
             if not is_conflict(exc):
                 raise
@@ -109,7 +109,7 @@ def start_instance(ctx: TaskContext) -> None:
         )
         ctx.update_details(msg, 1.0)
         raise exception.InstanceRecoveryFailure(message=msg)
-    ctx.effects.start_server(instance_uuid)
+    ctx.effects.nova.start_server(instance_uuid)
     ctx.update_details(f"Instance started: '{instance_uuid}'", 1.0)
 
 

@@ -62,7 +62,7 @@ def restore(run: RunContext, instance_uuid: str, plan: Plan, resumed: bool = Fal
     else:
         must_stop = True
     if must_stop:
-        run.effects.stop_server(instance_uuid)
+        run.effects.nova.stop_server(instance_uuid)
 
         def stopped() -> bool:
             return run.nova.get_server(instance_uuid).vm_state == "stopped"
@@ -76,7 +76,7 @@ def restore(run: RunContext, instance_uuid: str, plan: Plan, resumed: bool = Fal
             raise
     if plan.vm_state == "error":
         # An instance in error before the failure is left in error after it.
-        run.effects.reset_state(instance_uuid, "error")
+        run.effects.nova.reset_state(instance_uuid, "error")
 
 
 def _confirm(run: RunContext, instance_uuid: str, source: str | None, expected: Any) -> None:
@@ -101,7 +101,7 @@ def _confirm(run: RunContext, instance_uuid: str, source: str | None, expected: 
         if (
             state == "error"
             and current.task_state is None
-            and run.effects.evacuation_failed(instance_uuid)
+            and run.effects.nova.evacuation_failed(instance_uuid)
         ):
             raise exception.InstanceEvacuateFailed(instance_uuid=instance_uuid)
         return False
@@ -145,7 +145,7 @@ def prepare(run: RunContext, vmove: VMoveData) -> Prepared | None:
         if not server.locked:
             # Keep users away from the instance until its evacuation is confirmed.
             locked_by_us = True
-            effects.lock_server(vmove.instance_uuid)
+            effects.nova.lock_server(vmove.instance_uuid)
     except Cancelled:
         raise
     except Exception as exc:
@@ -191,13 +191,13 @@ def evacuate_prepared(
     cancelled = False
     try:
         if prepared.needs_reset:
-            effects.reset_state(vmove.instance_uuid, "error")
+            effects.nova.reset_state(vmove.instance_uuid, "error")
             server = nova.get_server(vmove.instance_uuid)
         expected = server.vm_state
 
         if not started:
             effects.update_vmove(vmove.id, status=VMOVE_ONGOING, start_time=run.clock.now())
-        effects.evacuate(vmove.instance_uuid, reserved_host)
+        effects.nova.evacuate(vmove.instance_uuid, reserved_host)
         try:
             _confirm(run, vmove.instance_uuid, vmove.source_host, expected)
         finally:
@@ -230,7 +230,7 @@ def unlock(run: RunContext, instance_uuid: str) -> None:
     """Unlock an instance this service locked; a failure leaves it recorded, and the lock
     reconciler (masakari.engine.locks) unlocks it once the recovery has ended."""
     try:
-        run.effects.unlock_server(instance_uuid)
+        run.effects.nova.unlock_server(instance_uuid)
     except exception.NovaError as exc:
         LOG.error(
             "Unlocking instance %s failed, left to the lock reconciler: %s", instance_uuid, exc

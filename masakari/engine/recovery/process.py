@@ -43,7 +43,7 @@ def disable_compute_node(ctx: TaskContext) -> None:
         ctx.update_details(msg, 1.0)
         return
     service = _service(ctx, host_name)
-    ctx.effects.disable_service(service, ctx.conf.process_failure.service_disable_reason)
+    ctx.effects.nova.disable_service(service, ctx.conf.process_failure.service_disable_reason)
     ctx.update_details(f"Disabled compute service on host: '{host_name}'", 1.0)
 
 
@@ -92,7 +92,7 @@ def handle(
 
     # Kept from the reference (rewrite-pack § 3.6): any stopped process, even one this
     # engine does not recover, puts the host on maintenance.
-    host = run.effects.put_host_on_maintenance(host_uuid, unreserve_spare=False)
+    host = run.effects.hosts.put_host_on_maintenance(host_uuid, unreserve_spare=False)
     if payload.process_name != NOVA_COMPUTE:
         LOG.warning("Skipping recovery for process: %s.", payload.process_name)
         return statuses.FINISHED

@@ -20,7 +20,7 @@ def _add_to_aggregates(ctx: TaskContext, host_name: str, reserved_host: str) -> 
             0.2,
         )
         try:
-            ctx.effects.add_host_to_aggregate(aggregate["id"], reserved_host)
+            ctx.effects.nova.add_host_to_aggregate(aggregate["id"], reserved_host)
         except exception.NovaError as exc:
             if exc.status != 409:
                 raise
@@ -39,7 +39,7 @@ def enable(ctx: TaskContext, host_name: str, reserved_host: str) -> None:
     taken = ctx.progress.update_with(
         spares.TAKEN_MESSAGE % reserved_host,
         0.1,
-        lambda note: ctx.effects.take_reserved_host(reserved_host, note),
+        lambda note: ctx.effects.hosts.take_reserved_host(reserved_host, note),
     )
     if not taken:
         raise exception.LockAlreadyAcquired(resource=reserved_host)
@@ -47,10 +47,10 @@ def enable(ctx: TaskContext, host_name: str, reserved_host: str) -> None:
         if ctx.conf.host_failure.add_reserved_host_to_aggregate:
             _add_to_aggregates(ctx, host_name, reserved_host)
         service = compute_service(ctx.nova.find_compute_services(reserved_host), reserved_host)
-        ctx.effects.enable_service(service)
+        ctx.effects.nova.enable_service(service)
     except Cancelled:
         raise  # whoever takes over decides; this engine may write nothing more
     except BaseException:
         # Not enabled: it is still a spare, as the reference leaves it.
-        ctx.effects.give_back_reserved_host(reserved_host)
+        ctx.effects.hosts.give_back_reserved_host(reserved_host)
         raise

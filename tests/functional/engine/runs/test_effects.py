@@ -27,32 +27,33 @@ NOW = datetime.datetime(2026, 1, 1)
 SERVICE_ID = "5d3f7c4e-8a51-4c62-9f0b-2e7d6a1c9b40"
 SERVICE = Service(SERVICE_ID, host="compute-1")
 
-# Every change Effects makes in Nova: (method, arguments).
+# Every change Effects makes in Nova: (facet.method, arguments).
 NOVA_CHANGES: list[tuple[str, tuple[Any, ...]]] = [
-    ("disable_service", (SERVICE, "why")),
-    ("enable_service", (SERVICE,)),
-    ("force_down_service", (SERVICE,)),
-    ("lock_server", ("vm",)),
-    ("unlock_server", ("vm",)),
-    ("reset_state", ("vm", "error")),
-    ("stop_server", ("vm",)),
-    ("start_server", ("vm",)),
-    ("evacuate", ("vm", "compute-2")),
-    ("add_host_to_aggregate", (1, "compute-2")),
+    ("nova.disable_service", (SERVICE, "why")),
+    ("nova.enable_service", (SERVICE,)),
+    ("nova.force_down_service", (SERVICE,)),
+    ("nova.lock_server", ("vm",)),
+    ("nova.unlock_server", ("vm",)),
+    ("nova.reset_state", ("vm", "error")),
+    ("nova.stop_server", ("vm",)),
+    ("nova.start_server", ("vm",)),
+    ("nova.evacuate", ("vm", "compute-2")),
+    ("nova.add_host_to_aggregate", (1, "compute-2")),
 ]
 
-# Every database change Effects makes (lock_server writes before it calls Nova).
+# Every database change Effects makes (lock_server writes before it calls Nova): the run's
+# own records on Effects, the others through a facet.
 DB_CHANGES: list[tuple[str, tuple[Any, ...]]] = [
-    ("put_host_on_maintenance", ("HOST", True)),
+    ("hosts.put_host_on_maintenance", ("HOST", True)),
     ("record_moves", ([Server("vm", "vm")], "compute-1", NOW)),
     ("update_vmove", ("VMOVE",)),
     ("put_plan", ("vm", Plan("active", True))),
-    ("take_reserved_host", ("reserved-1",)),
-    ("give_back_reserved_host", ("compute-1",)),
+    ("hosts.take_reserved_host", ("reserved-1",)),
+    ("hosts.give_back_reserved_host", ("compute-1",)),
     ("next_attempt", ()),
     ("record_task", (1, 0, "Task", "RUNNING", 0.5, {"message": "m"})),
-    ("lock_server", ("vm",)),
-    ("unlock_server", ("vm",)),
+    ("nova.lock_server", ("vm",)),
+    ("nova.unlock_server", ("vm",)),
 ]
 
 
@@ -91,7 +92,10 @@ def _args(args, world, vmove):
 
 
 def _call(run, world, vmove, name, args):
-    method = getattr(run.effects, name)
+    target = run.effects
+    for part in name.split("."):
+        target = getattr(target, part)
+    method = target
     if name == "update_vmove":
         return method(*_args(args, world, vmove), status="ongoing")
     return method(*_args(args, world, vmove))
@@ -183,12 +187,12 @@ def test_write_with_the_claim_no_longer_ours_is_refused(
     assert run.lease.lost
     # Only the unlock reaches Nova, while the lease still ran: its record is then kept,
     # and whoever holds the notification now unlocks it again.
-    made = ["unlock"] if name == "unlock_server" else []
+    made = ["unlock"] if name == "nova.unlock_server" else []
     assert sim.actions("vm") == made
     assert len(sim.nova_calls()) == len(made)
     # The lease is lost for good: the Nova changes are refused too.
     with pytest.raises(LeaseLost):
-        run.effects.stop_server("vm")
+        run.effects.nova.stop_server("vm")
     assert sim.actions("vm") == made
     assert len(sim.nova_calls()) == len(made)
 
@@ -228,7 +232,7 @@ def test_every_write_goes_through_the_fence(db, nova, clock, world):
     assert _fence_counter(db, run) == 0
     run.effects.update_vmove(vmove.id, status="ongoing")
     assert _fence_counter(db, run) == 1
-    run.effects.lock_server("vm")  # one fenced write, then the Nova call
+    run.effects.nova.lock_server("vm")  # one fenced write, then the Nova call
     assert _fence_counter(db, run) == 2
     assert not run.lease.lost
 
@@ -248,7 +252,7 @@ def test_lock_server_records_the_lock_before_calling_nova(db, sim, nova, clock, 
         real_lock(server_id)
 
     nova.lock_server = lock_server
-    run.effects.lock_server("vm")
+    run.effects.nova.lock_server("vm")
     assert recorded_at_call == [["vm"]]
     assert sim.server("vm")["locked"]
 
@@ -257,14 +261,14 @@ def test_lock_server_that_nova_refuses_stays_recorded(db, sim, nova, clock, worl
     run, _ = _setup_run(db, nova, clock, world)
     sim.fail(500, action="lock", server="vm", times=1)
     with pytest.raises(exception.NovaError):
-        run.effects.lock_server("vm")
+        run.effects.nova.lock_server("vm")
     assert run.effects.locked_instances() == ["vm"]
 
 
 def test_unlock_server_forgets_the_lock(db, sim, nova, clock, world):
     run, _ = _setup_run(db, nova, clock, world)
     sim.update_server("vm", locked=True)
-    run.effects.unlock_server("vm")
+    run.effects.nova.unlock_server("vm")
     assert not sim.server("vm")["locked"]
     assert run.effects.locked_instances() == []
 
@@ -272,7 +276,7 @@ def test_unlock_server_forgets_the_lock(db, sim, nova, clock, world):
 def test_unlock_of_a_deleted_instance_forgets_the_lock(db, sim, nova, clock, world):
     run, _ = _setup_run(db, nova, clock, world)
     sim.delete_server("vm")
-    run.effects.unlock_server("vm")
+    run.effects.nova.unlock_server("vm")
     assert run.effects.locked_instances() == []
 
 
@@ -280,7 +284,7 @@ def test_unlock_that_nova_refuses_keeps_the_lock(db, sim, nova, clock, world):
     run, _ = _setup_run(db, nova, clock, world)
     sim.fail(500, action="unlock", server="vm", times=1)
     with pytest.raises(exception.NovaError):
-        run.effects.unlock_server("vm")
+        run.effects.nova.unlock_server("vm")
     assert run.effects.locked_instances() == ["vm"]
 
 
@@ -313,7 +317,7 @@ def test_record_moves_reuses_pending_rows_and_fails_stale_ones(db, nova, clock, 
 
 def test_put_host_on_maintenance(db, nova, clock, world):
     run, _ = _setup_run(db, nova, clock, world)
-    spare = run.effects.put_host_on_maintenance(world["reserved-1"], unreserve_spare=True)
+    spare = run.effects.hosts.put_host_on_maintenance(world["reserved-1"], unreserve_spare=True)
     assert (spare.name, spare.reserved, spare.recovery_method) == (
         "reserved-1",
         True,  # as found
@@ -322,25 +326,27 @@ def test_put_host_on_maintenance(db, nova, clock, world):
     with db.reader() as s:
         row = s.query(Host).filter_by(uuid=world["reserved-1"]).one()
         assert (row.on_maintenance, row.reserved) == (True, False)
-    assert run.effects.reserved_host_names(spare.failover_segment_id) == []
+    assert run.effects.hosts.reserved_host_names(spare.failover_segment_id) == []
     with pytest.raises(exception.HostNotFound):
-        run.effects.put_host_on_maintenance("no-such-host", unreserve_spare=True)
+        run.effects.hosts.put_host_on_maintenance("no-such-host", unreserve_spare=True)
 
 
 def test_reserved_host_taken_once_and_given_back(db, nova, clock, world):
     run, _ = _setup_run(db, nova, clock, world)
-    assert run.effects.take_reserved_host("reserved-1")
-    assert not run.effects.take_reserved_host("reserved-1")
-    run.effects.give_back_reserved_host("reserved-1")
-    assert run.effects.take_reserved_host("reserved-1")
+    assert run.effects.hosts.take_reserved_host("reserved-1")
+    assert not run.effects.hosts.take_reserved_host("reserved-1")
+    run.effects.hosts.give_back_reserved_host("reserved-1")
+    assert run.effects.hosts.take_reserved_host("reserved-1")
 
 
 def test_the_note_of_a_taken_spare_is_written_only_with_the_take(db, nova, clock, world):
     run, _ = _setup_run(db, nova, clock, world)
     detail = {"message": "Enabling reserved host: 'reserved-1'"}
     note = TaskNote(1, 2, "EvacuateInstancesTask", "RUNNING", 0.1, detail)
-    assert run.effects.take_reserved_host("reserved-1", note)
-    assert not run.effects.take_reserved_host("reserved-1", TaskNote(2, 2, "X", "RUNNING", 0.1, {}))
+    assert run.effects.hosts.take_reserved_host("reserved-1", note)
+    assert not run.effects.hosts.take_reserved_host(
+        "reserved-1", TaskNote(2, 2, "X", "RUNNING", 0.1, {})
+    )
     with db.reader() as s:
         rows = [(r.attempt, r.name, r.details) for r in s.query(RecoveryTask)]
     assert rows == [(1, "EvacuateInstancesTask", json.dumps([detail]))]
@@ -357,14 +363,14 @@ def test_progress_rows(db, nova, clock, world):
 def test_nova_changes_while_the_lease_runs(db, sim, nova, clock, world):
     run, _ = _setup_run(db, nova, clock, world)
     effects = run.effects
-    effects.force_down_service(SERVICE)
-    effects.disable_service(SERVICE, "why")
-    effects.enable_service(SERVICE)
-    effects.reset_state("vm", "error")
-    effects.evacuate("vm", "compute-2")
-    effects.stop_server("vm")
-    effects.start_server("vm")
-    effects.add_host_to_aggregate(1, "compute-2")
+    effects.nova.force_down_service(SERVICE)
+    effects.nova.disable_service(SERVICE, "why")
+    effects.nova.enable_service(SERVICE)
+    effects.nova.reset_state("vm", "error")
+    effects.nova.evacuate("vm", "compute-2")
+    effects.nova.stop_server("vm")
+    effects.nova.start_server("vm")
+    effects.nova.add_host_to_aggregate(1, "compute-2")
     assert [(c["method"], c["path"], c["body"]) for c in sim.nova_calls()] == [
         ("PUT", f"/os-services/{SERVICE_ID}", {"forced_down": True}),
         ("PUT", f"/os-services/{SERVICE_ID}", {"status": "disabled", "disabled_reason": "why"}),

@@ -537,8 +537,8 @@ def test_an_earlier_failed_evacuation_is_not_this_one(db, cloud, nova, clock):
     clock.advance(60)
     run = make_run(db, nova, clock)
     cloud.state_fault("never_move", "vm")
-    run.effects.evacuate("vm", None)
-    assert run.effects.evacuation_failed("vm") is False
+    run.effects.nova.evacuate("vm", None)
+    assert run.effects.nova.evacuation_failed("vm") is False
 
 
 def test_the_batched_poll_recognises_it_too(db, cloud, nova, clock):

@@ -91,7 +91,7 @@ def test_a_freed_slot_moves_to_the_best_local_waiter(db, nova, clock) -> None:
     _until_waiting(slots, 2)
 
     gave_back: list[int] = []
-    first.effects.give_back_evacuation_slot = gave_back.append  # type: ignore[method-assign]
+    first.effects.slots.give_back_evacuation_slot = gave_back.append  # type: ignore[method-assign]
     slots.release(first, 0)
 
     assert early.join() == Slot(0, True)
@@ -141,7 +141,7 @@ def test_a_slot_handed_on_goes_back_to_every_engine_after_a_few_turns(db, nova, 
     # Back in the database although a local waiter exists: engine B's ask gets it.
     assert _rows(db) == {}
     theirs = _run(db, nova, clock, "engine-b")
-    assert theirs.effects.take_evacuation_slot(1, "vm-b") == 0
+    assert theirs.effects.slots.take_evacuation_slot(1, "vm-b") == 0
     assert local.waiting
     assert _rows(db) == {0: (theirs.notification_uuid, "engine-b")}
 
@@ -217,14 +217,14 @@ def test_a_slot_handed_with_its_vmove_started_is_used_even_if_the_run_stops(db, 
     vmove = transaction(
         db, lambda s: db_vmoves.create(s, stopping.notification_uuid, "vm-s", "vm", "compute-1")
     )
-    receive = stopping.effects.receive_evacuation_slot
+    receive = stopping.effects.slots.receive_evacuation_slot
 
     def stopped_meanwhile(*args: Any) -> bool:
         stopping.cancel.set()
         threading.Event().wait(1.0)  # the waiter sees the stop while the slot is on its way
         return receive(*args)
 
-    stopping.effects.receive_evacuation_slot = stopped_meanwhile  # type: ignore[method-assign]
+    stopping.effects.slots.receive_evacuation_slot = stopped_meanwhile  # type: ignore[method-assign]
     waiting = _Waiting(slots, stopping, (1,), ready=lambda: vmove.id)
     _until_waiting(slots, 1)
     slots.release(first, 0)

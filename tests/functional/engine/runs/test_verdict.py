@@ -69,7 +69,7 @@ def test_a_report_that_comes_between_the_last_look_and_the_hold_ends_the_hold(
     """Its intake found no hold to end yet: the hold's own transaction sees the report."""
     run, host, nid = _run(db, sim, nova, clock, **{"verdict.wait": 0})
     looks = []
-    read = run.effects.evidence
+    read = run.effects.evidence.recorded
 
     def evidence_then_a_report():  # type: ignore[no-untyped-def]
         known = read()
@@ -79,7 +79,7 @@ def test_a_report_that_comes_between_the_last_look_and_the_hold_ends_the_hold(
                 ev.add(s, nid, [ev.Evidence("report", "monitor", True, "", clock.now(), "NORMAL")])
         return known
 
-    run.effects.evidence = evidence_then_a_report  # type: ignore[method-assign]
+    run.effects.evidence.recorded = evidence_then_a_report  # type: ignore[method-assign]
     payload = HostPayload.parse(json.dumps(DETECTED))
     with pytest.raises(Held):
         verdict.judge(run, host, payload)
