@@ -3,8 +3,10 @@
 ``record(impl)`` runs the conformance runner (MASAKARI_SHARED_DIR/conformance/run.py) on
 data/versioned-notifications.yaml against ``impl`` (``reference`` or ``project``) with
 [oslo_messaging_notifications] sending to the RabbitMQ on loopback, on an exchange of its
-own, and returns, per event type: how many were sent, their priority, the payload's object
-name and data keys, and the keys of a nested FailoverSegment.
+own, and returns, per event type: how many were sent, their priority, the service that
+published them (the publisher id's binary; its host is the machine's name), the payload's
+object name, namespace, version, envelope and data keys, and the nested FailoverSegment's
+object name, version, envelope and data keys.
 
 The reference's shapes are committed in data/reference_notification_shapes.json, made with
 
@@ -45,24 +47,44 @@ def runner() -> Path:
 
 class _Endpoint:
     def __init__(self) -> None:
-        self.received: queue.Queue[tuple[str, str, Any]] = queue.Queue()
+        self.received: queue.Queue[tuple[str, str, str, Any]] = queue.Queue()
+
+    def _put(self, priority: str, publisher_id: str, event_type: str, payload: Any) -> None:
+        self.received.put((priority, publisher_id, event_type, payload))
 
     def info(self, ctxt: Any, publisher_id: str, event_type: str, payload: Any, metadata: Any):
-        self.received.put(("INFO", event_type, payload))
+        self._put("INFO", publisher_id, event_type, payload)
+
+    def warn(self, ctxt: Any, publisher_id: str, event_type: str, payload: Any, metadata: Any):
+        self._put("WARN", publisher_id, event_type, payload)
 
     def error(self, ctxt: Any, publisher_id: str, event_type: str, payload: Any, metadata: Any):
-        self.received.put(("ERROR", event_type, payload))
+        self._put("ERROR", publisher_id, event_type, payload)
 
 
-def _shape(priority: str, payload: dict[str, Any]) -> dict[str, Any]:
+def _shape(priority: str, publisher_id: str, payload: dict[str, Any]) -> dict[str, Any]:
     data = payload.get("masakari_object.data", {})
     nested = data.get("failover_segment")
     return {
         "priority": priority,
+        # "<binary>:<host>": both implementations name the machine alike, the binary is
+        # what a consumer routes on.
+        "publisher": publisher_id.partition(":")[0],
         "object": payload.get("masakari_object.name"),
+        "namespace": payload.get("masakari_object.namespace"),
+        "version": payload.get("masakari_object.version"),
+        # masakari_object.changes appears where the object had unsaved changes.
+        "envelope": sorted(payload),
         "keys": sorted(data),
-        "failover_segment_keys": (
-            sorted(nested.get("masakari_object.data", {})) if isinstance(nested, dict) else None
+        "failover_segment": (
+            {
+                "object": nested.get("masakari_object.name"),
+                "version": nested.get("masakari_object.version"),
+                "envelope": sorted(nested),
+                "keys": sorted(nested.get("masakari_object.data", {})),
+            }
+            if isinstance(nested, dict)
+            else None
         ),
     }
 
@@ -135,8 +157,8 @@ def record(impl: str, timeout: float = 240.0) -> dict[str, dict[str, Any]]:
         listener.wait()
         transport.cleanup()
     shapes: dict[str, dict[str, Any]] = {}
-    for priority, event_type, payload in messages:
-        shape = _shape(priority, payload)
+    for priority, publisher_id, event_type, payload in messages:
+        shape = _shape(priority, publisher_id, payload)
         if event_type in shapes:
             shapes[event_type]["count"] += 1
             # Every message of a type has the same shape; a differing one is kept apart.
