@@ -179,6 +179,15 @@ class Notifier:
             transport, publisher_id=self.publisher_id, topics=[TOPIC]
         )
 
+    def publishing_as(self, binary: str) -> Notifier:
+        """The same sender (same transport), naming ``binary`` on this machine as the
+        publisher: the engine's own host changes are published as the reference's engine
+        publishes them, as ``masakari-api``."""
+        other = Notifier(None, binary)
+        if self._notifier is not None:
+            other._notifier = self._notifier.prepare(publisher_id=other.publisher_id)
+        return other
+
     @property
     def enabled(self) -> bool:
         return self._notifier is not None
