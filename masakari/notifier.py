@@ -97,11 +97,11 @@ def host_fields(row: Any, segment: Any = None) -> dict[str, Any]:
     """``segment``: the host's segment when ``row`` is a plain row (the API's reads)."""
     if segment is None:
         segment = row.failover_segment
+    # No failover_segment_id: the reference's payload has the segment object instead.
     return {
         "id": getattr(row, "id", _UNSET),
         "uuid": getattr(row, "uuid", _UNSET),
         "name": row.name,
-        "failover_segment_id": row.failover_segment_id,
         "failover_segment": _segment_object(segment),
         "type": row.type,
         "reserved": bool(row.reserved),

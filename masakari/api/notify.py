@@ -45,7 +45,7 @@ def segment_create(
         "create",
         lambda: _planned(_SEGMENT, data, description=None, enabled=True),
         create,
-        _changed(_SEGMENT),
+        _created(_SEGMENT),
     )
 
 
@@ -69,11 +69,10 @@ def host_create(
             data,
             reserved=False,
             on_maintenance=False,
-            failover_segment_id=segment_uuid,
             failover_segment=segment,
         )
 
-    return _emit(req, _HOST, "create", planned, create, _changed(_HOST))
+    return _emit(req, _HOST, "create", planned, create, _created(_HOST))
 
 
 def host_change(
@@ -110,7 +109,7 @@ def notification_create(
         "create",
         planned,
         record,
-        lambda recorded, _before: notifier.notification_fields(recorded[0]),
+        lambda recorded, before: _as_planned(notifier.notification_fields(recorded[0]), before),
     )
 
 
@@ -120,8 +119,18 @@ def _planned(kind: _Kind, data: Mapping[str, Any], **defaults: Any) -> Fields:
     return {k: v for k, v in fields.items() if k not in ("id", "uuid")}
 
 
+def _created(kind: _Kind) -> Callable[[Any, Fields], Fields]:
+    """The end payload of a create: the object as written, with the fields of its start
+    payload only (the reference sends it before it reads back the id and the uuid)."""
+    return lambda row, before: _as_planned(kind.fields(row), before)
+
+
+def _as_planned(fields: Fields, planned: Fields) -> Fields:
+    return {k: v for k, v in fields.items() if k in planned}
+
+
 def _changed(kind: _Kind) -> Callable[[Any, Fields], Fields]:
-    """The end payload of a create or update: the object as written."""
+    """The end payload of an update: the object as written."""
     return lambda row, _before: kind.fields(row)
 
 
