@@ -5,8 +5,10 @@ data/versioned-notifications.yaml against ``impl`` (``reference`` or ``project``
 [oslo_messaging_notifications] sending to the RabbitMQ on loopback, on an exchange of its
 own, and returns, per event type: how many were sent, their priority, the service that
 published them (the publisher id's binary; its host is the machine's name), the payload's
-object name, namespace, version, envelope and data keys, and the nested FailoverSegment's
-object name, version, envelope and data keys.
+object name, namespace, version, envelope and data keys, the nested FailoverSegment's
+object name, version, envelope and data keys, and the data of every message, uuids, ids and
+times replaced by placeholders (``values``, sorted: the engine's and the API's messages may
+interleave differently).
 
 The reference's shapes are committed in data/reference_notification_shapes.json, made with
 
@@ -22,6 +24,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import re
 import subprocess
 import sys
 import tempfile
@@ -87,6 +90,31 @@ def _shape(priority: str, publisher_id: str, payload: dict[str, Any]) -> dict[st
             else None
         ),
     }
+
+
+_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d")
+
+
+def _placeheld(value: Any, key: str | None = None) -> Any:
+    """``value`` with what differs from run to run (uuids, ids, times, tracebacks) replaced."""
+    if isinstance(value, dict):
+        return {k: _placeheld(v, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_placeheld(v) for v in value]
+    if key == "traceback" and isinstance(value, str):
+        return "<traceback>"
+    if key == "id" and isinstance(value, int):
+        return "<id>"
+    if isinstance(value, str) and _UUID.match(value):
+        return "<uuid>"
+    if isinstance(value, str) and _TIME.match(value):
+        return "<time>" + value[19:]  # what follows the seconds: "Z", or microseconds
+    return value
+
+
+def _values(payload: dict[str, Any]) -> str:
+    return json.dumps(_placeheld(payload.get("masakari_object.data", {})), sort_keys=True)
 
 
 def record(impl: str, timeout: float = 240.0) -> dict[str, dict[str, Any]]:
@@ -157,7 +185,9 @@ def record(impl: str, timeout: float = 240.0) -> dict[str, dict[str, Any]]:
         listener.wait()
         transport.cleanup()
     shapes: dict[str, dict[str, Any]] = {}
+    values: dict[str, list[str]] = {}
     for priority, publisher_id, event_type, payload in messages:
+        values.setdefault(event_type, []).append(_values(payload))
         shape = _shape(priority, publisher_id, payload)
         if event_type in shapes:
             shapes[event_type]["count"] += 1
@@ -167,6 +197,8 @@ def record(impl: str, timeout: float = 240.0) -> dict[str, dict[str, Any]]:
                 shapes[event_type + " (other shape)"]["count"] += 1
         else:
             shapes[event_type] = {**shape, "count": 1}
+    for event_type, data in values.items():
+        shapes[event_type]["values"] = [json.loads(d) for d in sorted(data)]
     return shapes
 
 
