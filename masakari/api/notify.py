@@ -11,6 +11,8 @@ import types
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
+from oslo_utils import strutils
+
 from masakari import notifier
 from masakari.api.request import ApiRequest
 from masakari.db.models import Host, Notification, Segment
@@ -49,14 +51,23 @@ def segment_create(
     )
 
 
-def segment_change(req: ApiRequest, action: str, segment_uuid: str, change: Callable[[], T]) -> T:
-    return _change(
-        req,
-        _SEGMENT,
-        action,
-        lambda: notifier.segment_fields(segments_api.get(req.state.db, segment_uuid)),
-        change,
-    )
+def segment_change(
+    req: ApiRequest,
+    action: str,
+    segment_uuid: str,
+    change: Callable[[], T],
+    body: Mapping[str, Any] | None = None,
+) -> T:
+    """``body``: an update's, shown in its start payload as the reference shows it."""
+
+    def before() -> Fields:
+        fields = notifier.segment_fields(segments_api.get(req.state.db, segment_uuid))
+        values = dict(body or {})
+        if "enabled" in values:
+            values["enabled"] = bool(values["enabled"])  # as the update writes it
+        return _with(fields, values)
+
+    return _change(req, _SEGMENT, action, before, change)
 
 
 def host_create(
@@ -66,7 +77,7 @@ def host_create(
         segment = segments_api.get(req.state.db, segment_uuid)
         return _planned(
             _HOST,
-            data,
+            _host_values(data),
             reserved=False,
             on_maintenance=False,
             failover_segment=segment,
@@ -76,15 +87,34 @@ def host_create(
 
 
 def host_change(
-    req: ApiRequest, action: str, segment_uuid: str, host_uuid: str, change: Callable[[], T]
+    req: ApiRequest,
+    action: str,
+    segment_uuid: str,
+    host_uuid: str,
+    change: Callable[[], T],
+    body: Mapping[str, Any] | None = None,
 ) -> T:
-    return _change(
-        req,
-        _HOST,
-        action,
-        lambda: notifier.host_fields(*hosts_api.get(req.state.db, segment_uuid, host_uuid)),
-        change,
-    )
+    """``body``: an update's, shown in its start payload as the reference shows it."""
+
+    def before() -> Fields:
+        fields = notifier.host_fields(*hosts_api.get(req.state.db, segment_uuid, host_uuid))
+        return _with(fields, _host_values(body or {}))
+
+    return _change(req, _HOST, action, before, change)
+
+
+def _host_values(data: Mapping[str, Any]) -> dict[str, Any]:
+    # The flags as the API writes them ("false" is false), not as Python reads a string.
+    values = dict(data)
+    for flag in hosts_api.FLAGS:
+        if flag in values:
+            values[flag] = strutils.bool_from_string(values[flag])
+    return values
+
+
+def _with(fields: Fields, values: Mapping[str, Any]) -> Fields:
+    """The object read, with the fields the request changes."""
+    return {**fields, **{k: v for k, v in values.items() if k in fields}}
 
 
 def notification_create(
@@ -100,7 +130,8 @@ def notification_create(
             "type": data.get("type"),
             "payload": data.get("payload"),
             "status": "new",
-            "source_host_uuid": None,
+            # The reporting host's (None when there is none: the report is refused).
+            "source_host_uuid": notifications_api.source_host_uuid(req.state.db, data),
         }
 
     return _emit(

@@ -265,6 +265,15 @@ def _supersede_unknown(session: Any, host_uuid: str, notification_uuid: str) -> 
         holds.cancel(session, held, holds.SUPERSEDED_MESSAGE % notification_uuid)
 
 
+def source_host_uuid(db: Database, data: Mapping[str, Any]) -> str | None:
+    """The uuid of the host a report names (None: no such host), read without a lock."""
+    with db.reader() as session:
+        try:
+            return hosts_db.get_by_name(session, data["hostname"]).uuid
+        except exception.HostNotFoundByName:
+            return None
+
+
 def list_(
     db: Database,
     filters: Mapping[str, Any],

@@ -49,7 +49,7 @@ def test_failed_recovery_and_refused_change_send_error_events(sent) -> None:
     priority, payload = events["notification.process.error"]
     assert priority == "ERROR"
     data = payload["masakari_object.data"]
-    assert data["status"] == "error"
+    assert data["status"] == "running"  # as the reference's: sent before the outcome is written
     fault = data["fault"]["masakari_object.data"]
     assert data["fault"]["masakari_object.name"] == "ExceptionPayload"
     assert "Failed to evacuate instances" in fault["exception_message"]
@@ -57,5 +57,6 @@ def test_failed_recovery_and_refused_change_send_error_events(sent) -> None:
     assert fault["module_name"].startswith("masakari.")
     priority, payload = events["host.update.error"]
     assert priority == "ERROR"
-    assert payload["masakari_object.data"]["name"] == "compute-1"
+    # The host with the change asked for, as the reference's payload shows its object.
+    assert payload["masakari_object.data"]["name"] == "nowhere"
     assert payload["masakari_object.data"]["fault"] is not None
