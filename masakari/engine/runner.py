@@ -157,7 +157,10 @@ def _announced(effects: Effects, item: Work, notification: queue.NotificationDat
     to the recovery, announced."""
     if item.retry:
         return True
-    source = effects.host(notification.source_host_uuid)
+    try:
+        source = effects.host(notification.source_host_uuid)
+    except LeaseLost:
+        return False  # the recovery that follows finds it out and stops
     return source is not None and source.segment_enabled
 
 
