@@ -67,7 +67,8 @@ def segment_change(
             values["enabled"] = bool(values["enabled"])  # as the update writes it
         return _with(fields, values)
 
-    return _change(req, _SEGMENT, action, before, change)
+    in_use = lambda: segments_api.in_use(req.state.db, segment_uuid)  # noqa: E731
+    return _change(req, _SEGMENT, action, before, change, in_use)
 
 
 def host_create(
@@ -100,7 +101,9 @@ def host_change(
         fields = notifier.host_fields(*hosts_api.get(req.state.db, segment_uuid, host_uuid))
         return _with(fields, _host_values(body or {}))
 
-    return _change(req, _HOST, action, before, change)
+    # A host's segment in use refuses the change, before any notification.
+    in_use = lambda: segments_api.in_use(req.state.db, segment_uuid)  # noqa: E731
+    return _change(req, _HOST, action, before, change, in_use)
 
 
 def _host_values(data: Mapping[str, Any]) -> dict[str, Any]:
@@ -141,6 +144,7 @@ def notification_create(
         planned,
         record,
         lambda recorded, before: _as_planned(notifier.notification_fields(recorded[0]), before),
+        lambda: notifications_api.refused_unseen(req.state.db, data, req.state.intake_rules),
     )
 
 
@@ -172,11 +176,16 @@ def _deleted(_result: object, before: Fields) -> Fields:
 
 
 def _change(
-    req: ApiRequest, kind: _Kind, action: str, before: Callable[[], Fields], change: Callable[[], T]
+    req: ApiRequest,
+    kind: _Kind,
+    action: str,
+    before: Callable[[], Fields],
+    change: Callable[[], T],
+    refused: Callable[[], bool],
 ) -> T:
     """An update or a delete: the start payload is the object as read before the change."""
     end = _deleted if action == "delete" else _changed(kind)
-    return _emit(req, kind, action, before, change, end)
+    return _emit(req, kind, action, before, change, end, refused)
 
 
 def _emit(
@@ -186,11 +195,16 @@ def _emit(
     start: Callable[[], Fields],
     change: Callable[[], T],
     end: Callable[[T, Fields], Fields],
+    refused: Callable[[], bool] | None = None,
 ) -> T:
     """``change`` between ``<kind>.<action>.start`` and ``.end`` (``.error`` if it raises);
-    nothing is read for the payloads while notifications are off."""
+    nothing is read for the payloads while notifications are off.
+
+    ``refused``: whether the change will be refused by a check the reference makes before
+    it notifies (a segment in use, a report on a host on maintenance): the change then runs
+    alone, to raise the refusal, and nothing is sent."""
     n = req.state.notifier
-    if not n.enabled:
+    if not n.enabled or (refused is not None and refused()):
         return change()
     started = start()
     with n.around(f"{kind.name}.{action}", lambda f: kind.payload(started, f)) as done:
