@@ -267,14 +267,20 @@ def _supersede_unknown(session: Any, host_uuid: str, notification_uuid: str) -> 
 
 def refused_unseen(db: Database, data: Mapping[str, Any], rules: Rules) -> bool:
     """Whether the report will be refused before the reference would notify about it: its
-    host unknown or on maintenance (read without a lock; ``record`` decides)."""
+    host unknown or on maintenance, or a duplicate (read without a lock or guard; ``record``
+    decides)."""
     with db.reader() as session:
         try:
             host = hosts_db.get_by_name(session, data["hostname"])
         except exception.HostNotFoundByName:
             return True
         report = Report.of(data["type"], data["payload"])
-        return rules.refused_on_maintenance(report, bool(host.on_maintenance))
+        if rules.refused_on_maintenance(report, bool(host.on_maintenance)):
+            return True
+        since = rules.duplicates_since(to_utc(data["generated_time"]))
+        same = rules.same_report(report, data["payload"])
+        duplicate = notifications_db.find_duplicate(session, data["type"], host.uuid, since, same)
+        return duplicate is not None
 
 
 def source_host_uuid(db: Database, data: Mapping[str, Any]) -> str | None:
