@@ -97,11 +97,11 @@ def host_fields(row: Any, segment: Any = None) -> dict[str, Any]:
     """``segment``: the host's segment when ``row`` is a plain row (the API's reads)."""
     if segment is None:
         segment = row.failover_segment
+    # No failover_segment_id: the reference's payload has the segment object instead.
     return {
         "id": getattr(row, "id", _UNSET),
         "uuid": getattr(row, "uuid", _UNSET),
         "name": row.name,
-        "failover_segment_id": row.failover_segment_id,
         "failover_segment": _segment_object(segment),
         "type": row.type,
         "reserved": bool(row.reserved),
@@ -178,6 +178,15 @@ class Notifier:
         self._notifier = oslo_messaging.Notifier(
             transport, publisher_id=self.publisher_id, topics=[TOPIC]
         )
+
+    def publishing_as(self, binary: str) -> Notifier:
+        """The same sender (same transport), naming ``binary`` on this machine as the
+        publisher: the engine's own host changes are published as the reference's engine
+        publishes them, as ``masakari-api``."""
+        other = Notifier(None, binary)
+        if self._notifier is not None:
+            other._notifier = self._notifier.prepare(publisher_id=other.publisher_id)
+        return other
 
     @property
     def enabled(self) -> bool:

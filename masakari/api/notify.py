@@ -11,6 +11,8 @@ import types
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
+from oslo_utils import strutils
+
 from masakari import notifier
 from masakari.api.request import ApiRequest
 from masakari.db.models import Host, Notification, Segment
@@ -45,18 +47,28 @@ def segment_create(
         "create",
         lambda: _planned(_SEGMENT, data, description=None, enabled=True),
         create,
-        _changed(_SEGMENT),
+        _created(_SEGMENT),
     )
 
 
-def segment_change(req: ApiRequest, action: str, segment_uuid: str, change: Callable[[], T]) -> T:
-    return _change(
-        req,
-        _SEGMENT,
-        action,
-        lambda: notifier.segment_fields(segments_api.get(req.state.db, segment_uuid)),
-        change,
-    )
+def segment_change(
+    req: ApiRequest,
+    action: str,
+    segment_uuid: str,
+    change: Callable[[], T],
+    body: Mapping[str, Any] | None = None,
+) -> T:
+    """``body``: an update's, shown in its start payload as the reference shows it."""
+
+    def before() -> Fields:
+        fields = notifier.segment_fields(segments_api.get(req.state.db, segment_uuid))
+        values = dict(body or {})
+        if "enabled" in values:
+            values["enabled"] = bool(values["enabled"])  # as the update writes it
+        return _with(fields, values)
+
+    in_use = lambda: segments_api.in_use(req.state.db, segment_uuid)  # noqa: E731
+    return _change(req, _SEGMENT, action, before, change, in_use)
 
 
 def host_create(
@@ -66,26 +78,46 @@ def host_create(
         segment = segments_api.get(req.state.db, segment_uuid)
         return _planned(
             _HOST,
-            data,
+            _host_values(data),
             reserved=False,
             on_maintenance=False,
-            failover_segment_id=segment_uuid,
             failover_segment=segment,
         )
 
-    return _emit(req, _HOST, "create", planned, create, _changed(_HOST))
+    return _emit(req, _HOST, "create", planned, create, _created(_HOST))
 
 
 def host_change(
-    req: ApiRequest, action: str, segment_uuid: str, host_uuid: str, change: Callable[[], T]
+    req: ApiRequest,
+    action: str,
+    segment_uuid: str,
+    host_uuid: str,
+    change: Callable[[], T],
+    body: Mapping[str, Any] | None = None,
 ) -> T:
-    return _change(
-        req,
-        _HOST,
-        action,
-        lambda: notifier.host_fields(*hosts_api.get(req.state.db, segment_uuid, host_uuid)),
-        change,
-    )
+    """``body``: an update's, shown in its start payload as the reference shows it."""
+
+    def before() -> Fields:
+        fields = notifier.host_fields(*hosts_api.get(req.state.db, segment_uuid, host_uuid))
+        return _with(fields, _host_values(body or {}))
+
+    # A host's segment in use refuses the change, before any notification.
+    in_use = lambda: segments_api.in_use(req.state.db, segment_uuid)  # noqa: E731
+    return _change(req, _HOST, action, before, change, in_use)
+
+
+def _host_values(data: Mapping[str, Any]) -> dict[str, Any]:
+    # The flags as the API writes them ("false" is false), not as Python reads a string.
+    values = dict(data)
+    for flag in hosts_api.FLAGS:
+        if flag in values:
+            values[flag] = strutils.bool_from_string(values[flag])
+    return values
+
+
+def _with(fields: Fields, values: Mapping[str, Any]) -> Fields:
+    """The object read, with the fields the request changes."""
+    return {**fields, **{k: v for k, v in values.items() if k in fields}}
 
 
 def notification_create(
@@ -101,7 +133,8 @@ def notification_create(
             "type": data.get("type"),
             "payload": data.get("payload"),
             "status": "new",
-            "source_host_uuid": None,
+            # The reporting host's (None when there is none: the report is refused).
+            "source_host_uuid": notifications_api.source_host_uuid(req.state.db, data),
         }
 
     return _emit(
@@ -110,7 +143,8 @@ def notification_create(
         "create",
         planned,
         record,
-        lambda recorded, _before: notifier.notification_fields(recorded[0]),
+        lambda recorded, before: _as_planned(notifier.notification_fields(recorded[0]), before),
+        lambda: notifications_api.refused_unseen(req.state.db, data, req.state.intake_rules),
     )
 
 
@@ -120,8 +154,18 @@ def _planned(kind: _Kind, data: Mapping[str, Any], **defaults: Any) -> Fields:
     return {k: v for k, v in fields.items() if k not in ("id", "uuid")}
 
 
+def _created(kind: _Kind) -> Callable[[Any, Fields], Fields]:
+    """The end payload of a create: the object as written, with the fields of its start
+    payload only (the reference sends it before it reads back the id and the uuid)."""
+    return lambda row, before: _as_planned(kind.fields(row), before)
+
+
+def _as_planned(fields: Fields, planned: Fields) -> Fields:
+    return {k: v for k, v in fields.items() if k in planned}
+
+
 def _changed(kind: _Kind) -> Callable[[Any, Fields], Fields]:
-    """The end payload of a create or update: the object as written."""
+    """The end payload of an update: the object as written."""
     return lambda row, _before: kind.fields(row)
 
 
@@ -132,11 +176,16 @@ def _deleted(_result: object, before: Fields) -> Fields:
 
 
 def _change(
-    req: ApiRequest, kind: _Kind, action: str, before: Callable[[], Fields], change: Callable[[], T]
+    req: ApiRequest,
+    kind: _Kind,
+    action: str,
+    before: Callable[[], Fields],
+    change: Callable[[], T],
+    refused: Callable[[], bool],
 ) -> T:
     """An update or a delete: the start payload is the object as read before the change."""
     end = _deleted if action == "delete" else _changed(kind)
-    return _emit(req, kind, action, before, change, end)
+    return _emit(req, kind, action, before, change, end, refused)
 
 
 def _emit(
@@ -146,11 +195,16 @@ def _emit(
     start: Callable[[], Fields],
     change: Callable[[], T],
     end: Callable[[T, Fields], Fields],
+    refused: Callable[[], bool] | None = None,
 ) -> T:
     """``change`` between ``<kind>.<action>.start`` and ``.end`` (``.error`` if it raises);
-    nothing is read for the payloads while notifications are off."""
+    nothing is read for the payloads while notifications are off.
+
+    ``refused``: whether the change will be refused by a check the reference makes before
+    it notifies (a segment in use, a report on a host on maintenance): the change then runs
+    alone, to raise the refusal, and nothing is sent."""
     n = req.state.notifier
-    if not n.enabled:
+    if not n.enabled or (refused is not None and refused()):
         return change()
     started = start()
     with n.around(f"{kind.name}.{action}", lambda f: kind.payload(started, f)) as done:

@@ -3,8 +3,10 @@
 The reference's engine saves the Host object when it puts a failed host on maintenance
 (clearing ``reserved`` on a failed spare) and when it takes a spare for a recovery, and each
 save sends ``host.update.start`` and ``.end`` with the host as it is about to be written.
-Effects calls ``update`` around those writes; with notifications off (the default) it reads
-nothing and sends nothing.
+That save names ``masakari-api`` as the publisher wherever it runs (the reference's Host
+object always notifies as the API), so these do too: a consumer routing on the publisher
+sees every ``host.update`` in one place. Effects calls ``update`` around those writes; with
+notifications off (the default) it reads nothing and sends nothing.
 """
 
 from __future__ import annotations
@@ -19,10 +21,16 @@ from masakari import notifier
 from masakari.db.database import Database
 from masakari.db.models import Host, Segment
 
+# The publisher's binary of every host.update, the engine's included.
+PUBLISHER = "masakari-api"
+
 
 class HostNotices:
     def __init__(self, sender: notifier.Notifier | None = None) -> None:
-        self._notifier = sender
+        """``sender``: the engine's notifier; its transport is used, with ``PUBLISHER``."""
+        self._notifier = None
+        if sender is not None and sender.enabled:
+            self._notifier = sender.publishing_as(PUBLISHER)
 
     @property
     def enabled(self) -> bool:

@@ -61,7 +61,6 @@ class Runner:
             self.release({notification_uuid: item.token})
             return None
         fields = notifier.notification_fields(notification)
-        self.notifier.emit("notification.process.start", notifier.notification_payload(fields))
         effects = Effects(
             self.db,
             self.nova,
@@ -70,6 +69,10 @@ class Runner:
             notification_uuid,
             reported_at=notification.generated_time,
         )
+        announced = self.notifier.enabled and _announced(effects, item, notification)
+        if announced:
+            start = {**fields, "status": _found_as(item)}
+            self.notifier.emit("notification.process.start", notifier.notification_payload(start))
         effects.hosts.host_notices = HostNotices(self.notifier)
         run = RunContext(
             conf=self.conf,
@@ -130,7 +133,8 @@ class Runner:
                 status,
             )
             return None
-        self._notify_outcome(fields, status, run.failure)
+        if announced and (run.failure is not None or outcome.announce_end):
+            self._notify_outcome(fields, run.failure)
         metrics.recovery_finished(
             notification.type,
             outcome.recovery_method or "none",
@@ -139,17 +143,42 @@ class Runner:
         )
         return status
 
-    def _notify_outcome(
-        self, fields: dict[str, Any], status: str, failure: BaseException | None
-    ) -> None:
-        # As the reference: a failed recovery sends process.error (with why) instead of end.
+    def _notify_outcome(self, fields: dict[str, Any], failure: BaseException | None) -> None:
+        # As the reference: a failed recovery sends process.error (with why) instead of end,
+        # both with the notification as it was during the recovery (``fields``: running),
+        # the reference's engine sending them before it writes the outcome.
         if failure is None:
-            payload = notifier.notification_payload({**fields, "status": status})
+            payload = notifier.notification_payload(fields)
             self.notifier.emit("notification.process.end", payload)
             return
         fault = notifier.exception_payload(failure)
-        payload = notifier.notification_payload({**fields, "status": status}, fault)
+        payload = notifier.notification_payload(fields, fault)
         self.notifier.emit("notification.process.error", payload, error=True)
+
+
+def _announced(effects: Effects, item: Work, notification: queue.NotificationData) -> bool:
+    """Whether the run sends notification.process.* at all. The reference's engine checks
+    a reported notification's host and segment before it says anything: a host gone or a
+    disabled segment ends it without a versioned notification. Its retry task goes straight
+    to the recovery, announced."""
+    if item.retry:
+        return True
+    try:
+        source = effects.hosts.host(notification.source_host_uuid)
+    except LeaseLost:
+        return False  # the recovery that follows finds it out and stops
+    return source is not None and source.segment_enabled
+
+
+def _found_as(item: Work) -> str:
+    """The status the engine found the notification in, which process.start shows as the
+    reference's does: ``error`` for the retry of a failed attempt, ``running`` for a
+    takeover (the project's: a claim that expired), else ``new``."""
+    if item.after_error:
+        return statuses.ERROR
+    if item.host_uuid is None:
+        return statuses.RUNNING
+    return statuses.NEW
 
 
 def log_outcome(notification_uuid: str, status: str, retry: bool) -> None:

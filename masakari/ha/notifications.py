@@ -265,6 +265,33 @@ def _supersede_unknown(session: Any, host_uuid: str, notification_uuid: str) -> 
         holds.cancel(session, held, holds.SUPERSEDED_MESSAGE % notification_uuid)
 
 
+def refused_unseen(db: Database, data: Mapping[str, Any], rules: Rules) -> bool:
+    """Whether the report will be refused before the reference would notify about it: its
+    host unknown or on maintenance, or a duplicate (read without a lock or guard; ``record``
+    decides)."""
+    with db.reader() as session:
+        try:
+            host = hosts_db.get_by_name(session, data["hostname"])
+        except exception.HostNotFoundByName:
+            return True
+        report = Report.of(data["type"], data["payload"])
+        if rules.refused_on_maintenance(report, bool(host.on_maintenance)):
+            return True
+        since = rules.duplicates_since(to_utc(data["generated_time"]))
+        same = rules.same_report(report, data["payload"])
+        duplicate = notifications_db.find_duplicate(session, data["type"], host.uuid, since, same)
+        return duplicate is not None
+
+
+def source_host_uuid(db: Database, data: Mapping[str, Any]) -> str | None:
+    """The uuid of the host a report names (None: no such host), read without a lock."""
+    with db.reader() as session:
+        try:
+            return hosts_db.get_by_name(session, data["hostname"]).uuid
+        except exception.HostNotFoundByName:
+            return None
+
+
 def list_(
     db: Database,
     filters: Mapping[str, Any],

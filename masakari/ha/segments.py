@@ -33,6 +33,13 @@ def get(db: Database, segment_uuid: str) -> Row:
         return segments_db.read(session, segment_uuid)
 
 
+def in_use(db: Database, segment_uuid: str) -> bool:
+    """Whether the segment's hosts have a notification in new, running or error (False for
+    a segment that does not exist)."""
+    with db.reader() as session:
+        return segments_db.is_under_recovery(session, segment_uuid)
+
+
 def create(db: Database, data: Mapping[str, Any]) -> Segment:
     values = {
         "name": data["name"],

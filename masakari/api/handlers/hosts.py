@@ -67,6 +67,7 @@ def update(req: ApiRequest) -> Reply:
         lambda: hosts_api.update(
             req.state.db, req.state.check_compute, segment_uuid, host_uuid, body["host"]
         ),
+        body["host"],
     )
     return ok({"host": views.host(row)})
 

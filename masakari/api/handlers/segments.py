@@ -48,7 +48,11 @@ def update(req: ApiRequest) -> Reply:
     req.can(policies.UPDATE)
     uuid = req.route_args["id"]
     row = notify.segment_change(
-        req, "update", uuid, lambda: segments_api.update(req.state.db, uuid, body["segment"])
+        req,
+        "update",
+        uuid,
+        lambda: segments_api.update(req.state.db, uuid, body["segment"]),
+        body["segment"],
     )
     return ok({"segment": views.segment(row)})
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 import logging
 
+from masakari.engine.recovery.payloads import InstancePayload
+
 from masakari.db import statuses
 from masakari.db.queue import NotificationData
 from masakari.engine.context import RunContext
@@ -23,6 +25,9 @@ class Outcome:
     message: str | None = None
     # The source host's segment's method, for the recovery duration metric.
     recovery_method: str | None = None
+    # Whether notification.process.end is sent: the reference's engine sends none for a VM
+    # event it does not handle.
+    announce_end: bool = True
 
 
 def recover(run: RunContext, flows: FlowTasks, notification: NotificationData) -> Outcome:
@@ -56,6 +61,8 @@ def recover(run: RunContext, flows: FlowTasks, notification: NotificationData) -
         status = process.handle(run, flows, kind, host_uuid, text)
     elif kind == "VM":
         status = instance.handle(run, flows, text)
+        if not instance.is_handled_event(InstancePayload.parse(text)):
+            return Outcome(status, recovery_method=source.recovery_method, announce_end=False)
     else:
         LOG.warning("Notification %s has an unknown type %s", notification.notification_uuid, kind)
         return Outcome(statuses.IGNORED, recovery_method=source.recovery_method)

@@ -3,8 +3,12 @@
 ``record(impl)`` runs the conformance runner (MASAKARI_SHARED_DIR/conformance/run.py) on
 data/versioned-notifications.yaml against ``impl`` (``reference`` or ``project``) with
 [oslo_messaging_notifications] sending to the RabbitMQ on loopback, on an exchange of its
-own, and returns, per event type: how many were sent, their priority, the payload's object
-name and data keys, and the keys of a nested FailoverSegment.
+own, and returns, per event type: how many were sent, their priority, the service that
+published them (the publisher id's binary; its host is the machine's name), the payload's
+object name, namespace, version, envelope and data keys, the nested FailoverSegment's
+object name, version, envelope and data keys, and the data of every message, uuids, ids and
+times replaced by placeholders (``values``, sorted: the engine's and the API's messages may
+interleave differently).
 
 The reference's shapes are committed in data/reference_notification_shapes.json, made with
 
@@ -20,6 +24,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import re
 import subprocess
 import sys
 import tempfile
@@ -45,26 +50,71 @@ def runner() -> Path:
 
 class _Endpoint:
     def __init__(self) -> None:
-        self.received: queue.Queue[tuple[str, str, Any]] = queue.Queue()
+        self.received: queue.Queue[tuple[str, str, str, Any]] = queue.Queue()
+
+    def _put(self, priority: str, publisher_id: str, event_type: str, payload: Any) -> None:
+        self.received.put((priority, publisher_id, event_type, payload))
 
     def info(self, ctxt: Any, publisher_id: str, event_type: str, payload: Any, metadata: Any):
-        self.received.put(("INFO", event_type, payload))
+        self._put("INFO", publisher_id, event_type, payload)
+
+    def warn(self, ctxt: Any, publisher_id: str, event_type: str, payload: Any, metadata: Any):
+        self._put("WARN", publisher_id, event_type, payload)
 
     def error(self, ctxt: Any, publisher_id: str, event_type: str, payload: Any, metadata: Any):
-        self.received.put(("ERROR", event_type, payload))
+        self._put("ERROR", publisher_id, event_type, payload)
 
 
-def _shape(priority: str, payload: dict[str, Any]) -> dict[str, Any]:
+def _shape(priority: str, publisher_id: str, payload: dict[str, Any]) -> dict[str, Any]:
     data = payload.get("masakari_object.data", {})
     nested = data.get("failover_segment")
     return {
         "priority": priority,
+        # "<binary>:<host>": both implementations name the machine alike, the binary is
+        # what a consumer routes on.
+        "publisher": publisher_id.partition(":")[0],
         "object": payload.get("masakari_object.name"),
+        "namespace": payload.get("masakari_object.namespace"),
+        "version": payload.get("masakari_object.version"),
+        # masakari_object.changes appears where the object had unsaved changes.
+        "envelope": sorted(payload),
         "keys": sorted(data),
-        "failover_segment_keys": (
-            sorted(nested.get("masakari_object.data", {})) if isinstance(nested, dict) else None
+        "failover_segment": (
+            {
+                "object": nested.get("masakari_object.name"),
+                "version": nested.get("masakari_object.version"),
+                "envelope": sorted(nested),
+                "keys": sorted(nested.get("masakari_object.data", {})),
+            }
+            if isinstance(nested, dict)
+            else None
         ),
     }
+
+
+_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d")
+
+
+def _placeheld(value: Any, key: str | None = None) -> Any:
+    """``value`` with what differs from run to run (uuids, ids, times, tracebacks) replaced."""
+    if isinstance(value, dict):
+        return {k: _placeheld(v, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_placeheld(v) for v in value]
+    if key == "traceback" and isinstance(value, str):
+        return "<traceback>"
+    if key == "id" and isinstance(value, int):
+        return "<id>"
+    if isinstance(value, str) and _UUID.match(value):
+        return "<uuid>"
+    if isinstance(value, str) and _TIME.match(value):
+        return "<time>" + value[19:]  # what follows the seconds: "Z", or microseconds
+    return value
+
+
+def _values(payload: dict[str, Any]) -> str:
+    return json.dumps(_placeheld(payload.get("masakari_object.data", {})), sort_keys=True)
 
 
 def record(impl: str, timeout: float = 240.0) -> dict[str, dict[str, Any]]:
@@ -135,8 +185,10 @@ def record(impl: str, timeout: float = 240.0) -> dict[str, dict[str, Any]]:
         listener.wait()
         transport.cleanup()
     shapes: dict[str, dict[str, Any]] = {}
-    for priority, event_type, payload in messages:
-        shape = _shape(priority, payload)
+    values: dict[str, list[str]] = {}
+    for priority, publisher_id, event_type, payload in messages:
+        values.setdefault(event_type, []).append(_values(payload))
+        shape = _shape(priority, publisher_id, payload)
         if event_type in shapes:
             shapes[event_type]["count"] += 1
             # Every message of a type has the same shape; a differing one is kept apart.
@@ -145,6 +197,8 @@ def record(impl: str, timeout: float = 240.0) -> dict[str, dict[str, Any]]:
                 shapes[event_type + " (other shape)"]["count"] += 1
         else:
             shapes[event_type] = {**shape, "count": 1}
+    for event_type, data in values.items():
+        shapes[event_type]["values"] = [json.loads(d) for d in sorted(data)]
     return shapes
 
 

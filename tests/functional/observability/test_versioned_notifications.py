@@ -31,13 +31,13 @@ FAST = {
     "notification_delay_max": "0",
 }
 
-# The data keys of each event's payload in the reference's doc/notification_samples;
-# masakari 22.0.0 adds ``enabled`` to segments (SegmentApiPayload and FailoverSegment 1.1).
+# The data keys of each event's payload as masakari 22.0.0 sends them (segments with
+# ``enabled``, hosts without ``failover_segment_id``; a create's end without the new id and
+# uuid, as its start).
 SEGMENT = {"description", "fault", "name", "recovery_method", "service_type", "enabled"}
 HOST = {
     "control_attributes",
     "failover_segment",
-    "failover_segment_id",
     "fault",
     "name",
     "on_maintenance",
@@ -49,17 +49,17 @@ IDS = {"id", "uuid"}
 NIDS = {"id", "notification_uuid"}
 EXPECTED: dict[str, tuple[str, str, set[str]]] = {
     "segment.create.start": ("INFO", "SegmentApiPayload", SEGMENT),
-    "segment.create.end": ("INFO", "SegmentApiPayload", SEGMENT | IDS),
+    "segment.create.end": ("INFO", "SegmentApiPayload", SEGMENT),
     "segment.update.start": ("INFO", "SegmentApiPayload", SEGMENT | IDS),
     "segment.update.end": ("INFO", "SegmentApiPayload", SEGMENT | IDS),
     "host.create.start": ("INFO", "HostApiPayload", HOST),
-    "host.create.end": ("INFO", "HostApiPayload", HOST | IDS),
+    "host.create.end": ("INFO", "HostApiPayload", HOST),
     "host.update.start": ("INFO", "HostApiPayload", HOST | IDS),
     "host.update.end": ("INFO", "HostApiPayload", HOST | IDS),
     "host.delete.start": ("INFO", "HostApiPayload", HOST | IDS),
     "host.delete.end": ("INFO", "HostApiPayload", HOST | IDS),
     "notification.create.start": ("INFO", "NotificationApiPayload", NOTIFICATION),
-    "notification.create.end": ("INFO", "NotificationApiPayload", NOTIFICATION | NIDS),
+    "notification.create.end": ("INFO", "NotificationApiPayload", NOTIFICATION),
     "notification.process.start": ("INFO", "NotificationApiPayload", NOTIFICATION | NIDS),
     "notification.process.end": ("INFO", "NotificationApiPayload", NOTIFICATION | NIDS),
     "segment.delete.start": ("INFO", "SegmentApiPayload", SEGMENT | IDS),
@@ -133,17 +133,26 @@ def test_events_reach_rabbitmq_shaped_as_the_reference(rabbit: str) -> None:
         listener.start()
         try:
             _exercise(dep)
-            events = _collect(endpoint, set(EXPECTED))
+            messages = _collect(endpoint, set(EXPECTED))
         finally:
             listener.stop()
             listener.wait()
             transport.cleanup()
 
+    # Every message names its publisher as the reference does: the engine for
+    # notification.process.*, the API for the rest, the engine's own host.update (the failed
+    # host put on maintenance) included.
+    publishers = {(t, p) for t, _, p, _ in messages}
+    host = socket.gethostname()
+    assert publishers == {
+        (t, f"masakari-{'engine' if '.process.' in t else 'api'}:{host}") for t in EXPECTED
+    }
+    updates = [d for t, _, _, d in messages if t == "host.update.start"]
+    assert [u["masakari_object.data"]["on_maintenance"] for u in updates] == [False, True]
+    events = {t: (priority, payload) for t, priority, _, payload in reversed(messages)}
     for event_type, (priority, name, keys) in EXPECTED.items():
-        got_priority, publisher, payload = events[event_type]
+        got_priority, payload = events[event_type]
         assert got_priority == priority, event_type
-        binary = "masakari-engine" if ".process." in event_type else "masakari-api"
-        assert publisher == f"{binary}:{socket.gethostname()}"
         assert ENVELOPE <= set(payload), event_type
         assert payload["masakari_object.name"] == name
         assert payload["masakari_object.namespace"] == "masakari"
@@ -154,8 +163,13 @@ def test_events_reach_rabbitmq_shaped_as_the_reference(rabbit: str) -> None:
             nested = data["failover_segment"]
             assert nested["masakari_object.name"] == "FailoverSegment"
             assert set(nested["masakari_object.data"]) == FAILOVER_SEGMENT
-    assert events["notification.process.end"][2]["masakari_object.data"]["status"] == "finished"
-    assert events["segment.update.end"][2]["masakari_object.data"]["description"] == "changed"
+    # As the reference's: process.start shows the notification as the engine found it, .end
+    # as it was during the recovery (the outcome is written after); an update's start shows
+    # the change already.
+    assert events["notification.process.start"][1]["masakari_object.data"]["status"] == "new"
+    assert events["notification.process.end"][1]["masakari_object.data"]["status"] == "running"
+    assert events["segment.update.start"][1]["masakari_object.data"]["description"] == "changed"
+    assert events["segment.update.end"][1]["masakari_object.data"]["description"] == "changed"
 
 
 def _exercise(dep: Deployment) -> None:
@@ -176,15 +190,16 @@ def _exercise(dep: Deployment) -> None:
     assert dep.request("DELETE", f"/v1/segments/{seg}").status_int == 204
 
 
-def _collect(endpoint: Endpoint, wanted: set[str]) -> dict[str, tuple[str, str, dict[str, Any]]]:
-    found: dict[str, tuple[str, str, dict[str, Any]]] = {}
+def _collect(endpoint: Endpoint, wanted: set[str]) -> list[tuple[str, str, str, dict[str, Any]]]:
+    """Every message (event type, priority, publisher, payload) until each wanted type came."""
+    messages: list[tuple[str, str, str, dict[str, Any]]] = []
     deadline = time.monotonic() + 20
-    while set(found) < wanted:
+    while not wanted <= {m[0] for m in messages}:
         remaining = deadline - time.monotonic()
-        assert remaining > 0, f"never received: {sorted(wanted - set(found))}"
+        assert remaining > 0, f"never received: {sorted(wanted - {m[0] for m in messages})}"
         try:
             priority, publisher, event_type, payload = endpoint.received.get(timeout=remaining)
         except queue.Empty:
             continue
-        found.setdefault(event_type, (priority, publisher, payload))
-    return found
+        messages.append((event_type, priority, publisher, payload))
+    return messages
