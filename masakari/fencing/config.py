@@ -186,6 +186,8 @@ class _Entry:
         def fill(value: str | None) -> str | None:
             return None if value is None else value.replace(HOST_PLACEHOLDER, host)
 
+        # Every string of the entry, the label included: a pattern's drivers are then told
+        # apart by host in evidence and logs.
         return base.DriverSpec(
             type=self.type,
             address=fill(self.address),
@@ -196,7 +198,7 @@ class _Entry:
             options={
                 key: value.replace(HOST_PLACEHOLDER, host) for key, value in self.options.items()
             },
-            name=self.name,
+            name=self.name.replace(HOST_PLACEHOLDER, host),
         )
 
 

@@ -32,6 +32,7 @@ EXAMPLE = textwrap.dedent(
           address: "{{host}}.mgmt"
           wait: 5
         - driver: redfish
+          name: "{{host}}-bmc"
           address: "https://{{host}}-bmc.mgmt"
           username: fence
           password: "{SECRET}-{{host}}"
@@ -82,6 +83,9 @@ def test_patterns_in_file_order_and_host_filled_in(fencing) -> None:
     kdump, redfish = fencing.drivers_for("rack2-12")
     assert (kdump.type, kdump.address, kdump.options) == ("kdump", "rack2-12.mgmt", {"wait": "5"})
     assert redfish.address == "https://rack2-12-bmc.mgmt"
+    # The label too: every string of the entry.
+    assert redfish.name == "rack2-12-bmc"
+    assert redfish.describe() == "rack2-12-bmc: redfish https://rack2-12-bmc.mgmt"
     assert redfish.password == f"{SECRET}-rack2-12"
     assert redfish.options == {"system": "/redfish/v1/Systems/rack2-12", "verify": "0"}
     assert redfish.timeout == base.DriverSpec.timeout
