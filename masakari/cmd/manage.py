@@ -17,7 +17,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from alembic import util as alembic_util
 from oslo_config import cfg
@@ -31,6 +31,9 @@ from masakari.db import engines, migration, purge
 from masakari.db.database import Database
 from masakari.ha import notifications as notifications_api
 from masakari.version import VERSION
+
+if TYPE_CHECKING:
+    from masakari.engine.fencing import HostFencing
 
 MAX_INT = 0x7FFFFFFF
 EXIT_FAILED = 1
@@ -207,6 +210,7 @@ def segment_check(conf: cfg.ConfigOpts) -> None:
     db = Database.from_conf(conf)
     clients = Clients(conf)
     try:
+        fencing = _readable_fencing(conf)
         try:
             findings = doctor.check(
                 conf,
@@ -214,12 +218,23 @@ def segment_check(conf: cfg.ConfigOpts) -> None:
                 clients.nova(),
                 clients.placement(),
                 conf.category.segment,
-                fence_checks=_live_fence_checks(conf, db),
+                fence_checks=_live_fence_checks(fencing, db, conf.category.segment),
             )
         except exception.SegmentNotFound as exc:
             raise CommandError(exc.message, code=doctor.FAILURE) from exc
     finally:
         db.dispose()
+    if fencing is not None:
+        # The file's own: an entry no host reaches yet is still one that would fail.
+        findings += [
+            doctor.Finding(
+                doctor.WARNING,
+                "fencing",
+                f"fencing file {fencing.path}: {found}: a host whose list reaches it is not "
+                "fenced by it.",
+            )
+            for found in fencing.unbuildable
+        ]
     for f in findings:
         where = f" [{f.segment}]" if f.segment else ""
         print(f"{doctor.LABELS[f.code]:8} {f.check}{where}: {f.detail}")
@@ -229,24 +244,32 @@ def segment_check(conf: cfg.ConfigOpts) -> None:
     print("Result: OK")
 
 
-def _live_fence_checks(conf: cfg.ConfigOpts, db: Database) -> list[Any] | None:
-    """Host fencing's checks made now, when this user can read the fencing file (the
-    engine's user); None otherwise: the doctor then reports those the engines recorded."""
+def _readable_fencing(conf: cfg.ConfigOpts) -> HostFencing | None:
+    """The engine's host fencing, when this user can read the fencing file (the engine's
+    user); None otherwise."""
     path = conf.fencing.config_file
     if not path or not os.access(path, os.R_OK):
         return None
-    from masakari.engine.fence_checks import FenceChecker
     from masakari.engine.fencing import HostFencing
-    from masakari.engine.ports import Clock
     from masakari.fencing.config import FencingFileError
 
     try:
-        fencing = HostFencing.from_conf(conf)
+        return HostFencing.from_conf(conf)
     except FencingFileError as exc:
         raise CommandError(str(exc), code=2) from exc
+
+
+def _live_fence_checks(
+    fencing: HostFencing | None, db: Database, segment: str | None
+) -> list[Any] | None:
+    """Host fencing's checks made now, when the file could be read; None otherwise: the
+    doctor then reports those the engines recorded."""
     if fencing is None:
         return None
-    return FenceChecker(db, fencing, Clock(), "masakari-manage").check_all(conf.category.segment)
+    from masakari.engine.fence_checks import FenceChecker
+    from masakari.engine.ports import Clock
+
+    return FenceChecker(db, fencing, Clock(), "masakari-manage").check_all(segment)
 
 
 def _add_planning_parsers(subparsers: Any) -> None:

@@ -11,7 +11,9 @@ the cliff's wait, the storm's end). The gates, in the order they apply:
   Nova's heartbeats failing, than that many hosts dying. Its candidates are held for an
   operator (``breaker_action = hold``) or not reported (``skip``), and so are all
   candidates until ``storm_cooldown`` seconds after the last poll past the threshold (the
-  **storm cooldown**).
+  **storm cooldown**). Hosts whose failure is already known count too: the breaker weighs
+  how much of a segment looks down, so the cooldown starts once held hosts stop looking
+  down or leave the poll (maintenance), not when they were reported.
 - **heartbeat cliff**: the fresh heartbeats drop by more than ``cliff_percent`` % (and by two
   hosts or more) from one poll to the next, counted over the hosts both polls saw (a host
   added, removed or put on maintenance in between neither makes a cliff nor hides one):

@@ -59,17 +59,34 @@ class HostFencing:
     power_on_after_recovery: bool = False
     # The read-only check of one entry (the readiness doctor).
     check: Callable[[DriverSpec], drivers.Check] = drivers.check
+    # The file's entries whose driver cannot be built, found when it was read: said at the
+    # engine's start rather than by the first fence that fails through them.
+    unbuildable: tuple[drivers.Unbuildable, ...] = ()
+    path: str | None = None
 
     @classmethod
     def from_conf(cls, conf: cfg.ConfigOpts) -> HostFencing | None:
         """The engine's host fencing: ``[fencing] config_file`` read and checked now (a
-        file that does not load raises FencingFileError, naming the file and the entry);
-        None when it is unset."""
+        file that does not load raises FencingFileError, naming the file and the entry),
+        and every entry's driver built once (:attr:`unbuildable`); None when it is unset."""
         if not fencing_opts.enabled(conf):
             return None
-        return cls.with_options(
-            conf, FencingFile.load(conf.fencing.config_file), drivers.power_driver
+        plan = FencingFile.load(conf.fencing.config_file)
+        return dataclasses.replace(
+            cls.with_options(conf, plan, drivers.power_driver),
+            unbuildable=tuple(drivers.unbuildable(plan.entries(), drivers.power_driver)),
+            path=plan.path,
         )
+
+    def say_unbuildable(self) -> None:
+        """Log each entry whose driver cannot be built, at ERROR."""
+        for found in self.unbuildable:
+            LOG.error(
+                "Host fencing: fencing file %s: %s; a host whose list reaches this entry is "
+                "not fenced by it",
+                self.path,
+                found,
+            )
 
     @classmethod
     def with_options(

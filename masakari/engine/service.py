@@ -214,6 +214,8 @@ class EngineService:
 
     def start(self) -> None:
         LOG.info("masakari-engine %s starting", self.owner)
+        if self.fencing is not None:
+            self.fencing.say_unbuildable()
         if self.kdump is not None:
             self.kdump.start()  # first: an address that cannot be bound stops the engine here
         if self.host_poller is not None:

@@ -186,6 +186,8 @@ class _Entry:
         def fill(value: str | None) -> str | None:
             return None if value is None else value.replace(HOST_PLACEHOLDER, host)
 
+        # Every string of the entry, the label included: a pattern's drivers are then told
+        # apart by host in evidence and logs.
         return base.DriverSpec(
             type=self.type,
             address=fill(self.address),
@@ -196,7 +198,7 @@ class _Entry:
             options={
                 key: value.replace(HOST_PLACEHOLDER, host) for key, value in self.options.items()
             },
-            name=self.name,
+            name=self.name.replace(HOST_PLACEHOLDER, host),
         )
 
 
@@ -217,6 +219,7 @@ class FencingFile:
         segments: Mapping[str, list[_Entry]],
     ) -> None:
         self.path = path
+        self._hosts = dict(hosts)
         self._exact = {key: value for key, value in hosts.items() if not _GLOB & set(key)}
         # Python dicts keep the file's order: patterns are tried in it.
         self._patterns = [(key, value) for key, value in hosts.items() if _GLOB & set(key)]
@@ -284,6 +287,20 @@ class FencingFile:
         if not entries:
             return None
         return [entry.spec_for(host_name) for entry in entries]
+
+    def entries(self) -> list[tuple[str, base.DriverSpec]]:
+        """Every entry of the file, in file order, as its errors name it
+        (``hosts['rack2-*'][1]``), with ``{host}`` filled in for an exact host name and left
+        as it is under a pattern or a segment (no host is known there)."""
+        found = []
+        for section, lists in (("hosts", self._hosts), ("segments", self._segments)):
+            for key, entries in lists.items():
+                host = key if section == "hosts" and not _GLOB & set(key) else HOST_PLACEHOLDER
+                found += [
+                    (f"{section}[{key!r}][{index}]", entry.spec_for(host))
+                    for index, entry in enumerate(entries)
+                ]
+        return found
 
     def hosts_patterns(self) -> list[str]:
         """The host names and patterns the file lists, in file order (for the readiness

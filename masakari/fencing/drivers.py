@@ -11,11 +11,11 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from masakari.fencing import base
 
-__all__ = ["Check", "check", "power_driver"]
+__all__ = ["Check", "Unbuildable", "check", "power_driver", "unbuildable"]
 
 
 def _ipmi(spec: base.DriverSpec) -> base.PowerDriver:
@@ -55,6 +55,37 @@ def power_driver(spec: base.DriverSpec) -> base.PowerDriver:
             raise ValueError("a kdump entry is a crash proof, not a power driver") from None
         raise ValueError(f"unknown driver type {spec.type!r}") from None
     return factory(spec)
+
+
+@dataclasses.dataclass(frozen=True)
+class Unbuildable:
+    """A fencing-file entry whose driver cannot be built: ``where`` in the file
+    (``hosts['rack2-*'][1]``), the driver as evidence shows it, and why."""
+
+    where: str
+    driver: str
+    why: str
+
+    def __str__(self) -> str:
+        return f"{self.where} ({self.driver}): its driver cannot be built: {self.why}"
+
+
+def unbuildable(
+    entries: Iterable[tuple[str, base.DriverSpec]],
+    build: Callable[[base.DriverSpec], base.PowerDriver] = power_driver,
+) -> list[Unbuildable]:
+    """The entries whose power driver cannot be built (its library or agent is missing, an
+    option it needs is unusable), found without calling any BMC: a fence through them would
+    fail whatever the host, which is worth saying before the first one does."""
+    found = []
+    for where, spec in entries:
+        if spec.type == base.KDUMP:
+            continue  # a crash proof: nothing to build
+        try:
+            build(spec)
+        except (base.FenceError, ValueError) as exc:
+            found.append(Unbuildable(where, spec.describe(), base.why_of(exc)))
+    return found
 
 
 def _need(module: str, spec: base.DriverSpec) -> None:
@@ -122,7 +153,11 @@ def check(
             return done(None, None, error=f"address does not resolve: {reason}")
         return done(None, None)
     try:
-        state = build(spec).power_status()
+        driver = build(spec)
+    except (base.FenceError, ValueError) as exc:
+        return done(None, None, error=f"its driver cannot be built: {base.why_of(exc)}")
+    try:
+        state = driver.power_status()
     # The check names its driver (Check.driver): the error says why alone.
     except base.Unreachable as exc:
         return done(False, None, error=exc.why)

@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from sqlalchemy import orm
 
 from masakari.db import evidence as evidence_db
-from masakari.db import failures, holds
+from masakari.db import failures, holds, statuses
 from masakari.db import fencing as fence_rows
 from masakari.db import notifications as notifications_db
 from masakari.db.models import RecoveryTask, VMove
@@ -136,11 +136,14 @@ def load(session: orm.Session, notification_uuid: str) -> Timeline:
         )
         for a in attempts
     ]
+    hold_reason = holds.reasons(session, [notification_uuid]).get(notification_uuid)
     return Timeline(
         evidence=[_evidence_bar(item) for item in evidence_db.of(session, notification_uuid)],
         notification_uuid=row.notification_uuid,
         type=row.type,
-        status=row.status,
+        # As the API shows it from 1.4: a held notification's row stays new, which would read
+        # as "an engine will take it" when it waits for an operator.
+        status=statuses.HELD if hold_reason is not None else row.status,
         generated_time=row.generated_time,
         created_at=row.created_at,
         updated_at=row.updated_at,
@@ -149,7 +152,7 @@ def load(session: orm.Session, notification_uuid: str) -> Timeline:
         failure_reason=None if failure is None else failure.reason,
         fencing=fencing,
         fence_attempts=attempts,
-        hold_reason=holds.reasons(session, [notification_uuid]).get(notification_uuid),
+        hold_reason=hold_reason,
     )
 
 

@@ -200,9 +200,18 @@ def test_notification_release_and_cancel(conf_file: str, capsys) -> None:
     finally:
         db.dispose()
 
+    def shown_status(nid: str) -> str:
+        code, out, _ = run(capsys, "--config-file", conf_file, "notification", "show", nid)
+        assert code == 0
+        (first,) = [line for line in out.splitlines() if line.startswith("notification ")]
+        return first.split("  status ")[1]
+
+    # As the API says from 1.4: held, not the row's new.
+    assert shown_status(held[0]) == "held"
     code, out, _ = run(capsys, "--config-file", conf_file, "notification", "release", held[0])
     # The last line: oslo.log writes to the same stream.
     assert (code, out.strip().splitlines()[-1]) == (0, f"Notification {held[0]} released.")
+    assert shown_status(held[0]) == "new"
     code, _, err = run(capsys, "--config-file", conf_file, "notification", "cancel", held[0])
     assert (code, err.strip().splitlines()[-1]) == (1, f"Notification {held[0]} is not held.")
     code, out, _ = run(capsys, "--config-file", conf_file, "notification", "cancel", held[1])
@@ -282,6 +291,7 @@ def test_notification_show_prints_and_draws_the_evidence(conf_file: str, tmp_pat
         capsys, "--config-file", conf_file, "notification", "show", nid, "--html", str(page)
     )
     assert code == 0
+    assert f"notification {nid}  type COMPUTE_HOST  status held" in out
     assert f"held: {reason}" in out
     lines = out[out.index("evidence:") : out.index("tasks:")].splitlines()
     assert lines[1].split() == ["time", "kind", "source", "says", "detail"]
@@ -295,3 +305,4 @@ def test_notification_show_prints_and_draws_the_evidence(conf_file: str, tmp_pat
     html = page.read_text()
     assert html.count('class="bar evidence"') == 3
     assert 'data-result="not confirmed"' in html and "<dt>held</dt>" in html
+    assert "<dt>status</dt><dd>held</dd>" in html

@@ -125,6 +125,84 @@ def test_segment_check_runs_the_checks_live_when_it_can_read_the_file(
             assert s.scalars(sa.select(FenceCheck)).all() == []
 
 
+def test_an_entry_whose_driver_cannot_be_built_is_said_at_start_and_by_the_doctor(
+    db: Database, sim: Any, engine_factory: Any, tmp_path: Path, caplog: Any
+) -> None:
+    # A fence agent that is not installed stands for any driver that cannot be built (the
+    # [fencing] extra missing: "the ipmi driver needs pyghmi").
+    segment = add_segment(db)
+    add_host(db, segment, "compute-1")
+    path = tmp_path / "fencing.yaml"
+    path.write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "hosts": {
+                    "compute-1": [{"driver": "agent", "agent": "fence_not_installed"}],
+                    # No host matches it yet: only the start and the file's check say so.
+                    "rack9-*": [{"driver": "agent", "agent": "/nonexistent/fence_x"}],
+                },
+            }
+        )
+    )
+    path.chmod(0o600)
+    conf = make_conf(sim, **{"fencing.config_file": str(path), "fencing.check_interval": 3600})
+    with caplog.at_level("ERROR", logger="masakari.engine.fencing"):
+        engine_factory(conf, fencing=HostFencing.from_conf(conf))
+    said = [r.getMessage() for r in caplog.records if r.name == "masakari.engine.fencing"]
+    assert said == [
+        f"Host fencing: fencing file {path}: {where} (agent): its driver cannot be built: "
+        f"fence agent {agent!r} not found (looked in /usr/sbin, /sbin, /usr/bin, /bin and "
+        "$PATH); a host whose list reaches this entry is not fenced by it"
+        for where, agent in (
+            ("hosts['compute-1'][0]", "fence_not_installed"),
+            ("hosts['rack9-*'][0]", "/nonexistent/fence_x"),
+        )
+    ]
+
+    def recorded() -> list[tuple[str, str | None]]:
+        with db.reader() as s:
+            return [(c.result, c.message) for c in fencing.checks(s)]
+
+    # The engine's first check (at start) records it for the readiness doctor.
+    wait_for(recorded, 30, "the first check is recorded")
+    ((result, message),) = recorded()
+    assert result == "failed"
+    assert message is not None and message.startswith(
+        "its driver cannot be built: fence agent 'fence_not_installed' not found"
+    )
+
+    def check(*extra: str) -> tuple[int, list[str]]:
+        conf_file = tmp_path / "manage.conf"
+        write_engine_conf(conf_file, sim, str(db.engine.url))
+        with open(conf_file, "a") as f:
+            f.writelines(extra)
+        out = io.StringIO()
+        with redirect_stdout(out):
+            code = manage.main(["--config-file", str(conf_file), "segment", "check"])
+        return code, [line for line in out.getvalue().splitlines() if " fencing" in line]
+
+    # Run as another user (the file unreadable): the engines' recorded checks.
+    code, lines = check()
+    assert code == 2
+    (line,) = lines
+    assert line.startswith("FAILURE  fencing [seg-") and "Host 'compute-1'" in line
+    assert "no fencing driver answers (agent: failed (its driver cannot be built" in line
+    # Run as the engine's user: the checks made live, and the file's own findings.
+    code, lines = check(f"[fencing]\nconfig_file = {path}\n")
+    assert code == 2
+    assert lines[0].startswith("FAILURE  fencing [seg-") and "Host 'compute-1'" in lines[0]
+    assert lines[1:] == [
+        f"WARNING  fencing: fencing file {path}: {where} (agent): its driver cannot be built: "
+        f"fence agent {agent!r} not found (looked in /usr/sbin, /sbin, /usr/bin, /bin and "
+        "$PATH): a host whose list reaches it is not fenced by it."
+        for where, agent in (
+            ("hosts['compute-1'][0]", "fence_not_installed"),
+            ("hosts['rack9-*'][0]", "/nonexistent/fence_x"),
+        )
+    ]
+
+
 def test_masakari_engine_refuses_a_fencing_file_that_does_not_load(tmp_path: Path) -> None:
     path = tmp_path / "fencing.yaml"
     path.write_text("version: 1\nhosts:\n  compute-1:\n    - driver: ipmi\n      password: x\n")

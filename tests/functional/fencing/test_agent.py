@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import pathlib
 import stat
+import threading
 import time
 
 import pytest
@@ -85,6 +86,76 @@ def test_fence_ipmilan_wrong_password_fails_and_says_nothing_secret(fence_ipmila
     assert not isinstance(caught.value, base.Unreachable)
     assert "wr0ng-pw" not in str(caught.value)
     assert bmc.power == "on"
+
+
+FAKE_IPMITOOL = """#!/bin/sh
+# Records what fence_ipmilan's ipmitool is given, and fence_ipmilan's own command line.
+dir=$(dirname "$0")
+printf '%s\\n' "$@" > "$dir/ipmitool.argv"
+printf '%s' "${IPMI_PASSWORD-unset}" > "$dir/ipmitool.env"
+tr '\\0' '\\n' < /proc/$PPID/cmdline > "$dir/agent.argv"
+echo "Chassis Power is on"
+"""
+
+
+def test_fence_ipmilan_gives_ipmitool_the_password_in_its_environment(fence_ipmilan, tmp_path):
+    # fence_ipmilan would run "ipmitool ... -P PASSWORD", readable by any local user.
+    tool = tmp_path / "ipmitool"
+    tool.write_text(FAKE_IPMITOOL)
+    tool.chmod(0o700)
+    spec = base.DriverSpec(
+        base.AGENT,
+        address="10.0.0.9",
+        username=USER,
+        password=PASSWORD,
+        timeout=15,
+        options={"agent": "fence_ipmilan", "lanplus": "1", "ipmitool_path": str(tool), **QUICK},
+    )
+    driver = drivers.power_driver(spec)
+    assert PASSWORD not in driver.stdin("status")
+    assert driver.power_status() is base.PowerState.ON
+    argv = (tmp_path / "ipmitool.argv").read_text().splitlines()
+    assert argv[0] == "-E" and "-P" not in argv and PASSWORD not in argv
+    assert argv[argv.index("-H") + 1] == "10.0.0.9" and argv[-3:] == ["chassis", "power", "status"]
+    assert (tmp_path / "ipmitool.env").read_text() == PASSWORD
+    assert PASSWORD not in (tmp_path / "agent.argv").read_text()
+
+
+def test_no_command_line_shows_fence_ipmilans_password(fence_ipmilan, fake_bmc) -> None:
+    # A dead BMC keeps ipmitool running until the kill: every process is looked at meanwhile.
+    seen: list[str] = []
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            for cmdline in pathlib.Path("/proc").glob("[0-9]*/cmdline"):
+                try:
+                    seen.append(cmdline.read_bytes().replace(b"\0", b" ").decode())
+                except OSError:
+                    pass
+            time.sleep(0.01)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        with pytest.raises(base.Unreachable):
+            ipmilan(fake_bmc(dead=True), timeout=DEAD_TIMEOUT).power_status()
+    finally:
+        done.set()
+        watcher.join()
+    tools = [line for line in seen if "ipmitool" in line and "chassis power status" in line]
+    assert tools, "ipmitool was never seen running"
+    assert not [line for line in seen if PASSWORD in line]
+    assert all(" -E " in line for line in tools)
+
+
+def test_fence_ipmilan_refuses_what_would_undo_it(fence_ipmilan) -> None:
+    for key in ("use_sudo", "password_script"):
+        spec = base.DriverSpec(
+            base.AGENT, password=PASSWORD, options={"agent": "fence_ipmilan", key: "1"}
+        )
+        with pytest.raises(base.FenceError, match=f"args: {key}: "):
+            drivers.power_driver(spec)
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from masakari.fencing import base
+from masakari.fencing import agent, base, drivers
 from masakari.fencing.config import FencingFile, FencingFileError
 
 SECRET = "T0P-s3cret-9f2c"
@@ -32,6 +32,7 @@ EXAMPLE = textwrap.dedent(
           address: "{{host}}.mgmt"
           wait: 5
         - driver: redfish
+          name: "{{host}}-bmc"
           address: "https://{{host}}-bmc.mgmt"
           username: fence
           password: "{SECRET}-{{host}}"
@@ -82,6 +83,9 @@ def test_patterns_in_file_order_and_host_filled_in(fencing) -> None:
     kdump, redfish = fencing.drivers_for("rack2-12")
     assert (kdump.type, kdump.address, kdump.options) == ("kdump", "rack2-12.mgmt", {"wait": "5"})
     assert redfish.address == "https://rack2-12-bmc.mgmt"
+    # The label too: every string of the entry.
+    assert redfish.name == "rack2-12-bmc"
+    assert redfish.describe() == "rack2-12-bmc: redfish https://rack2-12-bmc.mgmt"
     assert redfish.password == f"{SECRET}-rack2-12"
     assert redfish.options == {"system": "/redfish/v1/Systems/rack2-12", "verify": "0"}
     assert redfish.timeout == base.DriverSpec.timeout
@@ -213,3 +217,54 @@ def test_the_sample_file_is_a_valid_fencing_file() -> None:
     assert fencing.drivers_for("rack2-17", "segment-az1") is None
     (agent,) = fencing.drivers_for("compute-99", "segment-az1")
     assert agent.options == {"agent": "fence_ipmilan", "lanplus": "1", "power_timeout": "15"}
+
+
+def test_entries_in_file_order_named_as_errors_name_them(fencing) -> None:
+    found = fencing.entries()
+    assert [where for where, _ in found] == [
+        "hosts['compute-01'][0]",
+        "hosts['rack2-*'][0]",
+        "hosts['rack2-*'][1]",
+        "hosts['rack2-1*'][0]",
+        "segments['1f7a4b36-5a39-4b7e-9a55-0c1f6cbd2b1a'][0]",
+        "segments['segment-a'][0]",
+    ]
+    # No host is known under a pattern or a segment: {host} stays as written.
+    assert found[2][1].address == "https://{host}-bmc.mgmt"
+    assert found[0][1] == fencing.drivers_for("compute-01")[0]
+
+
+def test_entries_whose_driver_cannot_be_built(fencing, monkeypatch) -> None:
+    # Without the [fencing] extra, and without fence-agents.
+    real = drivers.importlib.util.find_spec
+    monkeypatch.setattr(
+        drivers.importlib.util,
+        "find_spec",
+        lambda name, *a: None if name in ("pyghmi", "sushy") else real(name, *a),
+    )
+    monkeypatch.setattr(agent, "find_agent", lambda name: None)
+    found = drivers.unbuildable(fencing.entries())
+    # kdump entries are no power driver: nothing to build.
+    assert [(u.where, u.why) for u in found] == [
+        ("hosts['compute-01'][0]", "the ipmi driver needs pyghmi: pip install 'masakari[fencing]'"),
+        (
+            "hosts['rack2-*'][1]",
+            "the redfish driver needs sushy: pip install 'masakari[fencing]'",
+        ),
+        ("hosts['rack2-1*'][0]", "the ipmi driver needs pyghmi: pip install 'masakari[fencing]'"),
+        (
+            "segments['1f7a4b36-5a39-4b7e-9a55-0c1f6cbd2b1a'][0]",
+            "fence agent 'fence_ipmilan' not found (looked in /usr/sbin, /sbin, /usr/bin, "
+            "/bin and $PATH)",
+        ),
+    ]
+    assert str(found[0]) == (
+        "hosts['compute-01'][0] (bmc: ipmi 10.0.0.11:6230): its driver cannot be built: "
+        "the ipmi driver needs pyghmi: pip install 'masakari[fencing]'"
+    )
+    assert SECRET not in " ".join(map(str, found))
+    # Installed, they build (without a BMC call).
+    monkeypatch.undo()
+    assert [u.where for u in drivers.unbuildable(fencing.entries())] == (
+        [] if agent.find_agent("fence_ipmilan") else [found[-1].where]
+    )

@@ -108,6 +108,23 @@ def test_after_a_mass_event_the_storm_cooldown_holds_what_follows() -> None:
     assert names(gates.judge(cloud({"h0"}, hosts=4), at(601)).report) == ["h0"]
 
 
+def test_held_hosts_still_down_keep_the_breaker_tripped_and_push_the_cooldown_on() -> None:
+    # docs/operations.md, "Reported hosts still count toward the breaker".
+    settings = Settings(**{**OFF.__dict__, "breaker_percent": 50, "storm_cooldown": 600})
+    gates = Gates(settings)
+    gates.judge(cloud({"h1", "h2", "h3"}, hosts=4), at(0))
+    # Held, not released: known, still down, still watched. Nothing new to report, but the
+    # breaker trips again, and the cooldown's end moves with each poll.
+    out = gates.judge(cloud({"h1", "h2", "h3"}, hosts=4, known={"h1", "h2", "h3"}), at(300))
+    assert (out.active, out.hold, out.storm_until) == ({BREAKER}, [], at(900))
+    # They heartbeat again (or were released and recovered: on maintenance, out of the
+    # poll): the breaker lets go, and the cooldown runs from its last trip.
+    out = gates.judge(cloud(set(), hosts=4), at(310))
+    assert (out.active, out.storm_until) == ({STORM}, None)
+    assert gates.judge(cloud({"h0"}, hosts=4), at(899)).hold_reason == holds.REASON_STORM
+    assert names(gates.judge(cloud({"h0"}, hosts=4), at(901)).report) == ["h0"]
+
+
 def test_a_new_detector_honours_the_storm_its_lease_kept() -> None:
     gates = Gates(Settings(**{**OFF.__dict__, "breaker_percent": 50}), storm_until=at(100))
     assert gates.judge(cloud({"h0"}), at(50)).hold_reason == holds.REASON_STORM
