@@ -5,11 +5,10 @@ from __future__ import annotations
 import dataclasses
 import logging
 
-from masakari.engine.recovery.payloads import InstancePayload
-
 from masakari.db import statuses
 from masakari.db.queue import NotificationData
 from masakari.engine.context import RunContext
+from masakari.engine.payloads import InstancePayload
 from masakari.engine.recovery import host, instance, process
 from masakari.engine.recovery.flow import FlowTasks
 
