@@ -32,3 +32,18 @@ class APIFixture(fixture.GabbiFixture):  # type: ignore[misc]
 
     def stop_fixture(self) -> None:
         _current.pop("deployment").close()
+
+
+class LatestAPIFixture(APIFixture):
+    """The API past 1.3: every microversion served (1.7), and UNKNOWN host reports held."""
+
+    def start_fixture(self) -> None:
+        _current["deployment"] = Deployment(
+            {
+                "DEFAULT": {"api_max_microversion": "1.7"},
+                "guards": {"hold_unknown_host_reports": "true"},
+            }
+        )
+        os.environ["ADMIN_TOKEN"] = fake_nova.ADMIN_TOKEN
+        os.environ["MEMBER_TOKEN"] = fake_nova.MEMBER_TOKEN
+        os.environ["ADMIN_PROJECT_ID"] = fake_nova.ADMIN_PROJECT_ID
