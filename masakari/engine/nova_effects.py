@@ -15,7 +15,7 @@ from __future__ import annotations
 import datetime
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from masakari import exception, metrics
@@ -34,10 +34,6 @@ LOG = logging.getLogger(__name__)
 # How far Nova's clock may be behind ours when its instance actions are read.
 CLOCK_SKEW = 5.0
 
-TASK_STATE = "OS-EXT-STS:task_state"
-VM_STATE = "OS-EXT-STS:vm_state"
-HOST = "OS-EXT-SRV-ATTR:host"
-
 
 def guarded(lease: Lease, call: Callable[[], T]) -> T:
     """A Nova call made only while the lease runs: checked now, and again by the transport
@@ -45,13 +41,6 @@ def guarded(lease: Lease, call: Callable[[], T]) -> T:
     lease.check()
     with send_guard(lease.check):
         return call()
-
-
-def field(server: Any, key: str, attr: str) -> Any:
-    """A field of a server as Nova shows it (a dict) or as a typed record shows it."""
-    if isinstance(server, Mapping):
-        return server.get(key)
-    return getattr(server, attr, None)
 
 
 class LeasedReads:
@@ -213,10 +202,7 @@ class NovaChanges:
 
     def _server_in(self, instance_uuid: str, vm_state: str, task_state: str) -> bool:
         server = self.reads.get_server(instance_uuid)
-        return (
-            field(server, TASK_STATE, "task_state") == task_state
-            or field(server, VM_STATE, "vm_state") == vm_state
-        )
+        return server.task_state == task_state or server.vm_state == vm_state
 
     def send_evacuate(self, instance_uuid: str, host: str | None) -> None:
         """Evacuate once: after an ambiguous failure, the request that seemed to fail made
@@ -231,10 +217,10 @@ class NovaChanges:
 
         def made() -> bool:
             server = self.reads.get_server(instance_uuid)
-            if field(server, TASK_STATE, "task_state") == "rebuilding":
+            if server.task_state == "rebuilding":
                 return True
             source = self._evacuated_from(instance_uuid)
-            now_on = field(server, HOST, "host")
+            now_on = server.host
             if source is not None and now_on is not None and now_on != source:
                 return True
             return bool(self._evacuate_actions(instance_uuid))
