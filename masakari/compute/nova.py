@@ -34,7 +34,14 @@ from oslo_config import cfg
 
 from masakari import exception, metrics
 from masakari.compute import retry, transport
-from masakari.compute.servers import InstanceAction, Server, Service, compute_service
+from masakari.compute.servers import (
+    Aggregate,
+    InstanceAction,
+    Server,
+    ServerGroup,
+    Service,
+    compute_service,
+)
 
 LOG = logging.getLogger(__name__)
 
@@ -404,21 +411,21 @@ class NovaClient:
 
     # --- aggregates -------------------------------------------------------------------------
 
-    def list_aggregates(self) -> list[dict[str, Any]]:
-        return list(self._call("GET", "/os-aggregates")["aggregates"])
+    def list_aggregates(self) -> list[Aggregate]:
+        return [Aggregate.of(a) for a in self._call("GET", "/os-aggregates")["aggregates"]]
 
     # --- server groups ----------------------------------------------------------------------
 
-    def list_server_groups(self) -> list[dict[str, Any]]:
+    def list_server_groups(self) -> list[ServerGroup]:
         """Every project's server groups (GET /os-server-groups?all_projects=True), paged
         with limit and offset as Nova pages them."""
-        groups: list[dict[str, Any]] = []
+        groups: list[ServerGroup] = []
         while True:
             query: Query = [("all_projects", "True"), ("offset", str(len(groups)))]
             page = self._call("GET", "/os-server-groups", query=query).get("server_groups") or []
             if not page:
                 return groups
-            groups.extend(page)
+            groups.extend(ServerGroup.of(g) for g in page)
 
     def add_host_to_aggregate(self, aggregate_id: int | str, host: str) -> None:
         LOG.info("Add host %s to aggregate %s", host, aggregate_id)

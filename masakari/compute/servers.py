@@ -1,4 +1,5 @@
-"""Nova's servers and compute services as masakari reads them: the ``OS-EXT-*`` keys live here."""
+"""Nova's servers, compute services, aggregates and server groups as masakari reads them:
+the ``OS-EXT-*`` keys live here."""
 
 from __future__ import annotations
 
@@ -148,6 +149,42 @@ class Service:
         counts it down, or its last heartbeat is older than ``grace`` seconds."""
         age = self.heartbeat_age(asked)
         return self.state == "down" or (age is not None and age > grace)
+
+
+@dataclasses.dataclass(frozen=True)
+class Aggregate:
+    """A host aggregate as ``GET /os-aggregates`` lists it."""
+
+    id: int | str
+    name: str | None = None
+    hosts: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, aggregate: Mapping[str, Any]) -> Aggregate:
+        return cls(
+            id=aggregate["id"],
+            name=aggregate.get("name"),
+            hosts=tuple(str(h) for h in aggregate.get("hosts") or ()),
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class ServerGroup:
+    """A server group as ``GET /os-server-groups`` lists it."""
+
+    id: str
+    policy: str | None = None
+    members: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, group: Mapping[str, Any]) -> ServerGroup:
+        # ``policy`` from compute 2.64, a one-item ``policies`` list before.
+        policy = group.get("policy") or next(iter(group.get("policies") or ()), None)
+        return cls(
+            id=str(group.get("id")),
+            policy=str(policy) if policy else None,
+            members=tuple(str(m) for m in group.get("members") or ()),
+        )
 
 
 def _time(value: Any) -> datetime.datetime | None:

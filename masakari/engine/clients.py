@@ -17,7 +17,7 @@ from typing import Any, Generic, TypeVar
 
 from masakari.compute.nova import NovaClient
 from masakari.compute.placement import HostCapacity, PlacementClient
-from masakari.engine.ports import InstanceAction, Server, Service
+from masakari.engine.ports import Aggregate, InstanceAction, Server, ServerGroup, Service
 
 C = TypeVar("C")
 
@@ -60,10 +60,10 @@ class LazyNova:
     def list_instance_actions(self, server_id: str) -> list[InstanceAction]:
         return self._client().list_instance_actions(server_id)
 
-    def list_aggregates(self) -> list[dict[str, Any]]:
+    def list_aggregates(self) -> list[Aggregate]:
         return self._client().list_aggregates()
 
-    def list_server_groups(self) -> list[dict[str, Any]]:
+    def list_server_groups(self) -> list[ServerGroup]:
         return self._client().list_server_groups()
 
     def disable_service(self, service_id: str, reason: str | None = None) -> None:

@@ -24,7 +24,7 @@ from masakari.compute.transport import send_guard
 from masakari.db import instances, vmoves
 from masakari.db import statuses as st
 from masakari.engine.lease import Lease
-from masakari.engine.ports import InstanceAction, NovaReads, Server, Service
+from masakari.engine.ports import Aggregate, InstanceAction, NovaReads, Server, ServerGroup, Service
 from masakari.engine.seam import Seam
 
 T = TypeVar("T")
@@ -63,10 +63,10 @@ class LeasedReads:
     def list_instance_actions(self, server_id: str) -> list[InstanceAction]:
         return guarded(self._lease, lambda: self._nova.list_instance_actions(server_id))
 
-    def list_aggregates(self) -> list[dict[str, Any]]:
+    def list_aggregates(self) -> list[Aggregate]:
         return guarded(self._lease, lambda: self._nova.list_aggregates())
 
-    def list_server_groups(self) -> list[dict[str, Any]]:
+    def list_server_groups(self) -> list[ServerGroup]:
         return guarded(self._lease, lambda: self._nova.list_server_groups())
 
 
@@ -253,7 +253,7 @@ class NovaChanges:
     def add_host_to_aggregate(self, aggregate_id: Any, host: str) -> None:
         def made() -> bool:
             return any(
-                str(a.get("id")) == str(aggregate_id) and host in (a.get("hosts") or [])
+                str(a.id) == str(aggregate_id) and host in a.hosts
                 for a in self.reads.list_aggregates()
             )
 

@@ -7,10 +7,19 @@ import threading
 import time
 from typing import Any, Protocol
 
-from masakari.compute.servers import InstanceAction, Server, Service
+from masakari.compute.servers import Aggregate, InstanceAction, Server, ServerGroup, Service
 from masakari.engine.errors import Cancelled
 
-__all__ = ["Clock", "InstanceAction", "Nova", "NovaReads", "Server", "Service"]
+__all__ = [
+    "Aggregate",
+    "Clock",
+    "InstanceAction",
+    "Nova",
+    "NovaReads",
+    "Server",
+    "ServerGroup",
+    "Service",
+]
 
 
 class NovaReads(Protocol):
@@ -20,8 +29,8 @@ class NovaReads(Protocol):
     def list_servers_on_host(self, host: str) -> list[Server]: ...
     def get_server(self, server_id: str) -> Server: ...
     def list_instance_actions(self, server_id: str) -> list[InstanceAction]: ...
-    def list_aggregates(self) -> list[dict[str, Any]]: ...
-    def list_server_groups(self) -> list[dict[str, Any]]: ...
+    def list_aggregates(self) -> list[Aggregate]: ...
+    def list_server_groups(self) -> list[ServerGroup]: ...
 
 
 class Nova(NovaReads, Protocol):

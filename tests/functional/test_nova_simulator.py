@@ -306,7 +306,7 @@ def test_stop_start_reset(sim: NovaSimulator, nova: NovaClient) -> None:
 def test_aggregates(sim: NovaSimulator, nova: NovaClient) -> None:
     sim.add_aggregate(1, "agg1", ["compute-1"])
     nova.add_host_to_aggregate(1, "compute-2")
-    assert nova.list_aggregates()[0]["hosts"] == ["compute-1", "compute-2"]
+    assert nova.list_aggregates()[0].hosts == ("compute-1", "compute-2")
     assert _status(lambda: nova.add_host_to_aggregate(1, "compute-2")) == 409
     assert _status(lambda: nova.add_host_to_aggregate(1, "compute-9")) == 404
     assert _status(lambda: nova.add_host_to_aggregate(7, "compute-3")) == 404

@@ -180,7 +180,7 @@ def test_results(sim: NovaSimulator, client: NovaClient) -> None:
     )
     assert (server.task_state, server.power_state, server.locked) == (None, 1, False)
     assert server.metadata == {"HA_Enabled": "True"}
-    assert [a["hosts"] for a in client.list_aggregates()] == [["compute-1"]]
+    assert [a.hosts for a in client.list_aggregates()] == [("compute-1",)]
     assert client.list_servers_on_host("compute-1") == []
 
 
@@ -220,9 +220,10 @@ def test_every_server_group_page_is_read() -> None:
     ids = [sim.add_server_group("anti-affinity", [f"vm-{i}"]) for i in range(5)]
     sim.server_groups[0].project_id = "another-project"
     groups = sim.client().list_server_groups()
-    assert [g["id"] for g in groups] == ids
-    # Compute 2.53: the policy is a one-item list.
-    assert groups[0]["policies"] == ["anti-affinity"] and "policy" not in groups[0]
+    assert [g.id for g in groups] == ids
+    # Compute 2.53 lists the policy as a one-item list: read as the group's policy.
+    assert groups[0].policy == "anti-affinity"
+    assert groups[0].members == ("vm-0",)
     offsets = [dict(c["query"]) for c in sim.nova_calls()]
     assert offsets == [{"all_projects": "True", "offset": str(n)} for n in (0, 2, 4, 5)]
 

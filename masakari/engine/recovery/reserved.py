@@ -12,15 +12,15 @@ from masakari.engine.recovery.flow import TaskContext
 
 def _add_to_aggregates(ctx: TaskContext, host_name: str, reserved_host: str) -> None:
     for aggregate in ctx.nova.list_aggregates():
-        if host_name not in (aggregate.get("hosts") or []):
+        if host_name not in aggregate.hosts:
             continue
-        name = aggregate.get("name")
+        name = aggregate.name
         ctx.update_details(
             f"Add host {reserved_host} to aggregate {name}",
             0.2,
         )
         try:
-            ctx.effects.nova.add_host_to_aggregate(aggregate["id"], reserved_host)
+            ctx.effects.nova.add_host_to_aggregate(aggregate.id, reserved_host)
         except exception.NovaError as exc:
             if exc.status != 409:
                 raise

@@ -5,10 +5,10 @@ check that is off.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from masakari.compute.servers import Server
+from masakari.compute.servers import Server, ServerGroup
 from masakari.engine.ports import NovaReads
 
 AFFINITY = "affinity"
@@ -21,16 +21,8 @@ def local_root_disk(server: Server) -> bool:
     return bool(server.image_id)
 
 
-def policy(group: Mapping[str, Any]) -> str | None:
-    """A group's policy: ``policy`` from compute 2.64, a one-item ``policies`` list before."""
-    if group.get("policy"):
-        return str(group["policy"])
-    policies = group.get("policies") or []
-    return str(policies[0]) if policies else None
-
-
 def group_conflicts(
-    groups: Sequence[Mapping[str, Any]],
+    groups: Sequence[ServerGroup],
     moving: Sequence[str],
     on_target: set[str],
     target: str,
@@ -46,12 +38,12 @@ def group_conflicts(
     moving_set = set(moving)
     found: dict[str, str] = {}
     for group in groups:
-        members = [str(m) for m in group.get("members") or []]
+        members = list(group.members)
         movers = [m for m in moving if m in members]
         if not movers:
             continue
-        kind = policy(group)
-        name = f"server group '{group.get('id')}' ({kind})"
+        kind = group.policy
+        name = f"server group '{group.id}' ({kind})"
         if kind == ANTI_AFFINITY:
             there = sorted(set(members) & on_target)
             for position, mover in enumerate(movers):

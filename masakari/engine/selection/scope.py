@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from masakari.compute.servers import Server
+from masakari.compute.servers import Aggregate, Server
 
 
 def _metadata_matches(server: Server, entries: Sequence[str]) -> bool:
@@ -43,14 +43,12 @@ def aggregates_set(options: Any) -> bool:
     return bool(options.scope_include_aggregates or options.scope_exclude_aggregates)
 
 
-def host_out_of_scope(
-    options: Any, host_name: str, aggregates: Sequence[Mapping[str, Any]]
-) -> str | None:
+def host_out_of_scope(options: Any, host_name: str, aggregates: Sequence[Aggregate]) -> str | None:
     """Which aggregate rule leaves every instance of the failed host where it is, or None."""
     names: set[str] = set()
     for aggregate in aggregates:
-        if host_name in (aggregate.get("hosts") or []):
-            names.update({str(aggregate.get("name")), str(aggregate.get("id"))})
+        if host_name in aggregate.hosts:
+            names.update({str(aggregate.name), str(aggregate.id)})
     include = options.scope_include_aggregates
     if include and not names.intersection(include):
         return "scope_include_aggregates"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import types
 from typing import Any
 
-from masakari.compute.servers import Server
+from masakari.compute.servers import Server, ServerGroup
 from masakari.engine.selection import safety
 from tests.fakes.nova import NovaSimulator
 
@@ -32,13 +32,15 @@ def _requests(sim: NovaSimulator) -> list[str]:
 
 
 def test_anti_affinity_members_moving_to_one_target_keep_only_the_first() -> None:
-    groups = [{"id": "g", "policies": ["anti-affinity"], "members": ["a", "b", "c"]}]
+    groups = [
+        ServerGroup.of({"id": "g", "policies": ["anti-affinity"], "members": ["a", "b", "c"]})
+    ]
     found = safety.group_conflicts(groups, ["a", "b", "x"], set(), "spare")
     assert found == {"b": "server group 'g' (anti-affinity): member a is evacuated to 'spare' too"}
 
 
 def test_affinity_breaks_when_a_member_stays_elsewhere() -> None:
-    groups = [{"id": "g", "policy": "affinity", "members": ["a", "b", "c"]}]
+    groups = [ServerGroup.of({"id": "g", "policy": "affinity", "members": ["a", "b", "c"]})]
     assert safety.group_conflicts(groups, ["a", "b", "c"], set(), "spare") == {}
     found = safety.group_conflicts(groups, ["a", "b"], set(), "spare")
     assert set(found) == {"a", "b"}
@@ -48,7 +50,7 @@ def test_affinity_breaks_when_a_member_stays_elsewhere() -> None:
 
 
 def test_soft_policies_are_never_a_reason() -> None:
-    groups = [{"id": "g", "policy": "soft-anti-affinity", "members": ["a", "b"]}]
+    groups = [ServerGroup.of({"id": "g", "policy": "soft-anti-affinity", "members": ["a", "b"]})]
     assert safety.group_conflicts(groups, ["a", "b"], {"a"}, "spare") == {}
 
 

@@ -1,4 +1,5 @@
-"""A silent nova-compute, judged once for the detector and the engine (Service.looks_down)."""
+"""Typed Nova records: a silent nova-compute judged once (Service.looks_down), aggregates and
+server groups."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import datetime
 
 import pytest
 
-from masakari.compute.servers import Service
+from masakari.compute.servers import Aggregate, ServerGroup, Service
 
 ASKED = datetime.datetime(2026, 12, 6, 12, 0, 0)
 
@@ -36,3 +37,17 @@ def test_heartbeat_age_counts_from_the_question() -> None:
     assert service("up", 12.5).heartbeat_age(ASKED) == 12.5
     assert service("up", -3).heartbeat_age(ASKED) == 0.0
     assert service("up", None).heartbeat_age(ASKED) is None
+
+
+def test_a_server_group_s_policy_before_and_after_compute_2_64() -> None:
+    old = ServerGroup.of({"id": 7, "policies": ["anti-affinity"], "members": ["a"]})
+    new = ServerGroup.of({"id": "g", "policy": "affinity", "members": ["a", "b"]})
+    none = ServerGroup.of({"id": "x", "policies": [], "members": None})
+    assert (old.id, old.policy, old.members) == ("7", "anti-affinity", ("a",))
+    assert (new.policy, new.members) == ("affinity", ("a", "b"))
+    assert (none.policy, none.members) == (None, ())
+
+
+def test_an_aggregate_keeps_nova_s_id() -> None:
+    aggregate = Aggregate.of({"id": 3, "name": "rack-a", "hosts": None})
+    assert (aggregate.id, aggregate.name, aggregate.hosts) == (3, "rack-a", ())
