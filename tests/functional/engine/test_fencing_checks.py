@@ -24,6 +24,7 @@ from masakari.engine.fencing import HostFencing
 from masakari.fencing import drivers
 from masakari.fencing.base import DriverSpec, PowerState
 from masakari.ha import fence_doctor
+from tests.fakes.ipmi_bmc import FakeBMC
 from tests.functional.engine.conftest import (
     add_host,
     add_segment,
@@ -32,7 +33,6 @@ from tests.functional.engine.conftest import (
     write_engine_conf,
 )
 from tests.support.clock import FakeClock
-from tests.support.ipmi_bmc import FakeBMC
 
 USER, PASSWORD = "admin", "s3cret-bmc-pw"
 

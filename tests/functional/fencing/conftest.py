@@ -9,8 +9,8 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from masakari.fencing import base
-from tests.support.ipmi_bmc import FakeBMC
-from tests.support.redfish_bmc import RedfishBMC
+from tests.fakes.ipmi_bmc import FakeBMC
+from tests.fakes.redfish_bmc import RedfishBMC
 
 USER = "admin"
 PASSWORD = "s3cret-bmc-pw"
