@@ -21,7 +21,7 @@ from masakari.db import migration
 from masakari.db.database import Database
 from tests.db import backends
 from tests.fakes.nova import SERVICE_PROJECT_ID, NovaSimulator
-from tests.functional.server.support import free_port
+from tests.support.api_process import free_port
 from tests.upgrade.test_upgrade_in_place import (
     HOST_DOWN,
     REF_PYTHON,

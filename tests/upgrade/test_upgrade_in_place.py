@@ -21,7 +21,7 @@ import openstack
 import pytest
 
 from tests.fakes.nova import SERVICE_PROJECT_ID, NovaSimulator
-from tests.functional.server.support import free_port, request
+from tests.support.api_process import free_port, request
 
 REF_PYTHON = os.environ.get("MASAKARI_REF_PYTHON")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -11,7 +11,7 @@ import pytest
 import sqlalchemy as sa
 
 from masakari.db.models import VMove
-from tests.functional.api.support import (
+from tests.support.deployment import (
     Deployment,
     host_body,
     notification_body,

@@ -98,7 +98,7 @@ def test_masakari_api_serves_and_stops_on_sigterm(tmp_path: Path, workers: int) 
 
 
 def test_the_paste_pipeline_authenticates_with_the_apps_configuration() -> None:
-    from tests.functional.api.support import ADMIN, MEMBER, Deployment
+    from tests.support.deployment import ADMIN, MEMBER, Deployment
 
     with Deployment({"wsgi": {"api_paste_config": str(PASTE_FILE)}}) as d:
         assert d.request("GET", "/v1/segments", headers=ADMIN).json == {"segments": []}

@@ -14,7 +14,7 @@ import yaml
 
 from tests.fakes import nova as fake_nova
 from tests.fakes.nova import NovaSimulator
-from tests.functional.server.support import APIProcess
+from tests.support.api_process import APIProcess
 
 CLOUD = "masakari-sim"
 COMPUTE_HOSTS = tuple(f"compute-{i}" for i in range(1, 8))

@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.functional.server.support import free_port, request
+from tests.support.api_process import free_port, request
 
 ROOT = Path(__file__).resolve().parents[3]
 BINDIR = os.path.dirname(sys.executable)

@@ -11,7 +11,7 @@ import pytest
 from masakari import conf as masakari_conf
 from masakari.cmd import engine as engine_cmd
 from masakari.compute import nova
-from tests.functional.api.support import Deployment, host_body, segment_body
+from tests.support.deployment import Deployment, host_body, segment_body
 
 
 def _closed_port() -> int:

@@ -25,7 +25,7 @@ from tests.functional.engine.conftest import (
     wait_for,
     write_engine_conf,
 )
-from tests.functional.server.support import APIProcess, request
+from tests.support.api_process import APIProcess, request
 
 RELOADED = "SIGHUP: configuration files read again; changed: DEFAULT.debug"
 

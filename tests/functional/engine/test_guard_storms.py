@@ -16,7 +16,7 @@ import pytest
 from masakari.db import holds
 from masakari.engine.service import EngineService
 from tests.fakes import nova as fake_nova
-from tests.functional.api.support import Deployment, host_body, segment_body
+from tests.support.deployment import Deployment, host_body, segment_body
 
 FAST = {
     "wait_period_after_service_update": "0",

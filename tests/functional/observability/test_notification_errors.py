@@ -7,8 +7,8 @@ import warnings
 
 import pytest
 
-from tests.functional.api.support import Deployment, host_down, report, segment_with_host, settle
 from tests.functional.observability.test_timeline import FAST
+from tests.support.deployment import Deployment, host_down, report, segment_with_host, settle
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
