@@ -34,7 +34,8 @@ from tests.fakes.ipmi_bmc import FakeBMC
 from tests.fakes.kdump_sender import FENCE_KDUMP_SEND, fence_kdump_send
 from tests.fakes.nova import NovaSimulator
 from tests.fakes.redfish_bmc import RedfishBMC
-from tests.functional.engine.conftest import (
+from tests.support import rows
+from tests.support.engine import (
     HOST_DOWN,
     add_host,
     add_segment,
@@ -46,7 +47,6 @@ from tests.functional.engine.conftest import (
     wait_status,
     write_engine_conf,
 )
-from tests.support import rows
 
 USER, PASSWORD = "admin", "s3cret-bmc-pw"
 # A call to a dead BMC gives up after this; a live one may take the default's order (each

@@ -21,7 +21,8 @@ from masakari.compute.nova import NovaClient
 from masakari.engine.service import EngineService
 from tests.db import backends
 from tests.fakes.nova import NovaSimulator
-from tests.functional.engine.conftest import (
+from tests.support.deployment import Deployment, host_body, segment_body
+from tests.support.engine import (
     HOST_DOWN,
     add_host,
     add_segment,
@@ -31,7 +32,6 @@ from tests.functional.engine.conftest import (
     wait_for,
     wait_status,
 )
-from tests.support.deployment import Deployment, host_body, segment_body
 
 # nova_api_timeout is 1 s (its minimum); late answers come 2 s after the request.
 TIMEOUT = 1

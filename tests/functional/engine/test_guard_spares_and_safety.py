@@ -13,8 +13,8 @@ import pytest
 from masakari.db.models import Host
 from masakari.engine.recovery import host_return
 from tests.functional.engine import test_guard_storms as storms
-from tests.functional.engine.conftest import vmoves
 from tests.functional.engine.test_guard_storms import Cloud
+from tests.support.engine import vmoves
 
 # The storms' deployment: API at 1.4, an engine, the simulator.
 make_cloud = storms.make_cloud

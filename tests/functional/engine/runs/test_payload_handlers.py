@@ -9,8 +9,8 @@ from masakari import conf as masakari_conf
 from masakari.db import statuses
 from masakari.engine.recovery import host, instance, process
 from masakari.engine.tasks import load_flows
-from tests.functional.engine.runs.conftest import make_run
 from tests.support import rows
+from tests.support.runs import make_run
 from tests.unit.engine.test_payloads import UNREADABLE
 
 
