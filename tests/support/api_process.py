@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.client
 import io
+import json
 import os
 import signal
 import socket
@@ -11,6 +12,7 @@ import ssl
 import subprocess
 import sys
 import time
+from typing import Any
 
 from masakari.server import settings
 
@@ -131,6 +133,20 @@ def request(
         conn.request(method, path, headers=headers or {})
         response = conn.getresponse()
         return response.status, dict(response.getheaders()), response.read()
+    finally:
+        conn.close()
+
+
+def call(port: int, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+    """A JSON request as a noauth2 user (u, project p): the status and the decoded body."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    try:
+        data = None if body is None else json.dumps(body).encode()
+        headers = {"Content-Type": "application/json", "X-User-Id": "u", "X-Project-Id": "p"}
+        conn.request(method, path, body=data, headers=headers)
+        resp = conn.getresponse()
+        text = resp.read().decode()
+        return resp.status, json.loads(text) if text else None
     finally:
         conn.close()
 

@@ -1,5 +1,5 @@
 """Fixtures: a migrated SQLite database (or one on each database server), the Nova simulator,
-options and engines (the helpers are in tests/support/engine.py)."""
+options and engines (the helpers are in tests/support/engine.py), the storms' deployments."""
 
 from __future__ import annotations
 
@@ -13,8 +13,10 @@ from masakari.db.database import Database
 from masakari.engine.service import EngineService
 from tests.db import backends
 from tests.fakes.nova import NovaSimulator
+from tests.support.deployment import Deployment
 from tests.support.engine import make_conf
 from tests.support.sqlite import migrated_sqlite
+from tests.support.storms import FAST, Cloud
 
 
 @pytest.fixture
@@ -59,3 +61,22 @@ def engine_factory(db: Database, sim: NovaSimulator) -> Iterator[Any]:
     yield make
     for service in started:
         service.stop(grace=2)
+
+
+@pytest.fixture
+def make_cloud() -> Iterator[Any]:
+    """``make_cloud(count, **sections)``: the storms' deployment (API at 1.4, the simulator;
+    tests/support/storms.py), its engine stopped and the deployment closed afterwards."""
+    made: list[Cloud] = []
+
+    def make(count: int, **sections: dict[str, str]) -> Cloud:
+        dep = Deployment({"DEFAULT": FAST, **sections})
+        cloud = Cloud(dep, count)
+        made.append(cloud)
+        return cloud
+
+    yield make
+    for cloud in made:
+        if cloud.engine is not None:
+            cloud.engine.stop(grace=2)
+        cloud.dep.close()

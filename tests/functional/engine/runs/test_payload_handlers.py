@@ -10,8 +10,8 @@ from masakari.db import statuses
 from masakari.engine.recovery import host, instance, process
 from masakari.engine.tasks import load_flows
 from tests.support import rows
+from tests.support.payloads import UNREADABLE
 from tests.support.runs import make_run
-from tests.unit.engine.test_payloads import UNREADABLE
 
 
 @pytest.fixture
