@@ -7,7 +7,6 @@ import concurrent.futures
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,15 +19,10 @@ from masakari.db import migration
 from masakari.db.database import Database
 from masakari.ha import hosts, segments
 from tests.support.api_process import call
+from tests.support.ports import free_port
 
 REQUESTS = 24
 WORKERS = 3
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture

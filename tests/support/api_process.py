@@ -15,18 +15,13 @@ import time
 from typing import Any
 
 from masakari.server import settings
+from tests.support.ports import free_port
 
 BINDIR = os.path.dirname(sys.executable)
 
 # The installed gunicorn answers malformed framing with a 400 and serves pipelined requests
 # (the `server` extra); the upper-constraints' gunicorn does neither (docs/deployment.md).
 STRICT = settings.strict_http()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class APIProcess:

@@ -21,7 +21,7 @@ from masakari.db import migration
 from masakari.db.database import Database
 from tests.db import backends
 from tests.fakes.nova import SERVICE_PROJECT_ID, NovaSimulator
-from tests.support.api_process import free_port
+from tests.support.ports import free_port
 from tests.support.upgrade import (
     HOST_DOWN,
     REF_PYTHON,

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.fakes.nova import SERVICE_PROJECT_ID, NovaSimulator
-from tests.support.api_process import free_port
+from tests.support.ports import free_port
 from tests.support.upgrade import (
     REF_PYTHON,
     REFERENCE_HEAD,

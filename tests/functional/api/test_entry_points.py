@@ -18,7 +18,8 @@ import webob
 import masakari.api
 from masakari.db import migration
 from masakari.db.database import Database
-from tests.support.api_process import call, free_port
+from tests.support.api_process import call
+from tests.support.ports import free_port
 
 PASTE_FILE = Path(masakari.api.__file__).parent / "api-paste.ini"
 

@@ -10,7 +10,8 @@ import sys
 import time
 from pathlib import Path
 
-from tests.support.api_process import free_port, request
+from tests.support.api_process import request
+from tests.support.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[3]
 BINDIR = os.path.dirname(sys.executable)
