@@ -56,12 +56,14 @@ class APIProcess:
             )
         if sync_url is not None or db_url.startswith("sqlite"):
             self._sync(directory, sync_url or db_url)
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "masakari.cmd.api", "--config-file", self.conf],
-            stdout=subprocess.DEVNULL,
-            stderr=open(os.path.join(directory, "stderr.log"), "wb"),
-            start_new_session=True,
-        )
+        # The child has its own copy of the log's descriptor: ours is closed once it started.
+        with open(os.path.join(directory, "stderr.log"), "wb") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "masakari.cmd.api", "--config-file", self.conf],
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+                start_new_session=True,
+            )
         try:
             self._wait()
         except BaseException:

@@ -51,12 +51,13 @@ class Cloud:
         self.sim.catalog_extra["instance-ha"] = (
             f"http://127.0.0.1:{self.api.port}/v1/{fake_nova.SERVICE_PROJECT_ID}"
         )
-        self.engine = subprocess.Popen(
-            [sys.executable, "-m", "masakari.cmd.engine", "--config-file", self.api.conf],
-            stdout=subprocess.DEVNULL,
-            stderr=open(os.path.join(directory, "engine-stderr.log"), "wb"),
-            start_new_session=True,
-        )
+        with open(os.path.join(directory, "engine-stderr.log"), "wb") as log:
+            self.engine = subprocess.Popen(
+                [sys.executable, "-m", "masakari.cmd.engine", "--config-file", self.api.conf],
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+                start_new_session=True,
+            )
         self.clouds_yaml = os.path.join(directory, "clouds.yaml")
         with open(self.clouds_yaml, "w") as fh:
             yaml.safe_dump({"clouds": {CLOUD: self.cloud_config()}}, fh)

@@ -75,15 +75,16 @@ class Services:
         self.procs: list[subprocess.Popen[bytes]] = []
 
     def run(self, name: str, argv: list[str]) -> None:
-        self.procs.append(
-            subprocess.Popen(
-                argv,
-                stdout=subprocess.DEVNULL,
-                stderr=open(os.path.join(self.directory, f"{name}.stderr"), "ab"),
-                cwd=self.directory,  # not this checkout: the reference imports `masakari`
-                start_new_session=True,
+        with open(os.path.join(self.directory, f"{name}.stderr"), "ab") as log:
+            self.procs.append(
+                subprocess.Popen(
+                    argv,
+                    stdout=subprocess.DEVNULL,
+                    stderr=log,
+                    cwd=self.directory,  # not this checkout: the reference imports `masakari`
+                    start_new_session=True,
+                )
             )
-        )
 
     def wait_api(self) -> None:
         deadline = time.monotonic() + 120

@@ -61,3 +61,5 @@ def test_masakari_port_wins_over_the_port_of_an_existing_conf(tmp_path) -> None:
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=20)
+        if proc.stdout is not None:
+            proc.stdout.close()

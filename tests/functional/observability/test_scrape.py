@@ -95,6 +95,7 @@ def test_metrics_move_with_a_host_recovery(monkeypatch: pytest.MonkeyPatch) -> N
             api_after = scrape_api(dep)
         finally:
             server.shutdown()
+            server.server_close()
 
         # The API counted both reports, by type and answer.
         received = "masakari_notifications_received_total"
