@@ -27,7 +27,7 @@ from typing import Any
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from masakari.db import models  # noqa: E402
-from tests.functional.api.support import Deployment, host_body, segment_body  # noqa: E402
+from tests.support.deployment import Deployment, host_body, segment_body  # noqa: E402
 
 # One request of a scenario: its sequence number -> (method, path, body).
 Request = Callable[[int], tuple[str, str, Any]]

@@ -10,7 +10,7 @@ failure of the Nova simulator (tests/fakes/nova.py, real clock, Nova's service_d
 engine is woken as the API's wake-up cast does. Modes:
 
 - ``fenced``: host fencing on, the host's one driver an IPMI BMC (pyghmi's BMC server on
-  loopback, tests/support/ipmi_bmc.py, answering each command after ``--bmc-delays``
+  loopback, tests/fakes/ipmi_bmc.py, answering each command after ``--bmc-delays``
   seconds), all [fencing] options at their defaults: FenceHostTask powers the host off,
   reads it Off, and the service is forced down and evacuated at once;
 - ``monitor``: no host fencing, ``[host_failure] force_down_fenced_host`` on: the same
@@ -50,8 +50,8 @@ from masakari.db.database import Database  # noqa: E402
 from masakari.db.models import FenceAttempt, Host, Notification, Segment  # noqa: E402
 from masakari.engine.fencing import HostFencing  # noqa: E402
 from masakari.engine.service import EngineService  # noqa: E402
+from tests.fakes.ipmi_bmc import FakeBMC  # noqa: E402
 from tests.fakes.nova import NovaSimulator  # noqa: E402
-from tests.support.ipmi_bmc import FakeBMC  # noqa: E402
 
 USER, PASSWORD = "admin", "bench-bmc-pw"
 FAILED = "compute-0"

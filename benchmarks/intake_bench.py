@@ -51,9 +51,10 @@ from benchmarks.recovery_bench import (  # noqa: E402
     build_conf,
     start,
 )
-from benchmarks.recovery_procs import Api, BenchError, Proc, free_port, write_conf  # noqa: E402
+from benchmarks.recovery_procs import Api, BenchError, Proc, write_conf  # noqa: E402
 from tests.db import backends  # noqa: E402
 from tests.fakes.nova import ADMIN_TOKEN, NovaSimulator  # noqa: E402
+from tests.support.ports import free_port  # noqa: E402
 
 POLL = 0.25
 

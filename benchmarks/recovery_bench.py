@@ -50,11 +50,11 @@ from benchmarks.recovery_procs import (  # noqa: E402
     Api,
     BenchError,
     Proc,
-    free_port,
     run_checked,
     write_conf,
 )
 from tests.fakes.nova import ADMIN_TOKEN, NovaSimulator  # noqa: E402
+from tests.support.ports import free_port  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_REFERENCE_SERVER = REPO.parent / "shared" / "conformance" / "reference_server.py"

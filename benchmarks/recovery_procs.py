@@ -11,7 +11,6 @@ import http.client
 import json
 import os
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
@@ -23,12 +22,6 @@ Conf = Mapping[str, Mapping[str, Any]]
 
 class BenchError(Exception):
     """A run could not be made; the message says why (with log tails when useful)."""
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _value(v: Any) -> str:

@@ -25,7 +25,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 
 from masakari.engine.service import EngineService  # noqa: E402
 from masakari.ha import notifications as notifications_api  # noqa: E402
-from tests.functional.api.support import Deployment, host_body, segment_body  # noqa: E402
+from tests.support.deployment import Deployment, host_body, segment_body  # noqa: E402
 
 
 def measure(transport_url: str | None, poll: float, count: int) -> list[float]:

@@ -42,9 +42,9 @@ class RequestContext(context.RequestContext):  # type: ignore[misc]
             )
 
     def to_policy_values(self) -> Any:
-        values = super().to_policy_values()
-        values["is_admin"] = self.is_admin
-        return values
+        # A plain dict: oslo.context's own mapping warns (DeprecationWarning) whenever a key
+        # added to it is read, and the reference's rules read is_admin (``is_admin:True``).
+        return {**super().to_policy_values(), "is_admin": self.is_admin}
 
     def can(self, action: str, target: dict[str, Any] | None = None, fatal: bool = True) -> bool:
         """Whether the policy allows ``action``; PolicyNotAuthorized (403) when ``fatal``."""

@@ -182,9 +182,9 @@ class Listener:
         try:
             transport = _transport(self.conf)
             target = messaging.Target(topic=self.conf.masakari_topic, server=self.conf.host)
-            server = messaging.get_rpc_server(
-                transport, target, [_Endpoint(self.wake)], executor="threading"
-            )
+            # No executor argument (deprecated): without eventlet's monkey patching,
+            # oslo.messaging picks its threading executor itself.
+            server = messaging.get_rpc_server(transport, target, [_Endpoint(self.wake)])
             with self._lock:
                 if self._stopped:
                     return

@@ -4,12 +4,9 @@ exactly one is accepted (202), every other one is a duplicate (409)."""
 from __future__ import annotations
 
 import concurrent.futures
-import http.client
-import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -21,28 +18,11 @@ import pytest
 from masakari.db import migration
 from masakari.db.database import Database
 from masakari.ha import hosts, segments
+from tests.support.api_process import call
+from tests.support.ports import free_port
 
 REQUESTS = 24
 WORKERS = 3
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def call(port: int, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    try:
-        data = None if body is None else json.dumps(body).encode()
-        headers = {"Content-Type": "application/json", "X-User-Id": "u", "X-Project-Id": "p"}
-        conn.request(method, path, body=data, headers=headers)
-        resp = conn.getresponse()
-        text = resp.read().decode()
-        return resp.status, json.loads(text) if text else None
-    finally:
-        conn.close()
 
 
 @pytest.fixture

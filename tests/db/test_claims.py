@@ -360,9 +360,9 @@ def test_renew_keeps_only_live_claims(db):
     assert transaction(db, lambda s: claims.renew(s, "a", tokens, now, later)) == {live}
     with db.reader() as s:
         expiry = dict(
-            s.execute(sa.select(NotificationClaim.notification_uuid, NotificationClaim.expires_at))
-            .tuples()
-            .all()
+            s.execute(
+                sa.select(NotificationClaim.notification_uuid, NotificationClaim.expires_at)
+            ).all()
         )
     assert expiry[live] == later
     assert expiry[ended] == LATER and expiry[stale_token] == LATER

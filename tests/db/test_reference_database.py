@@ -11,9 +11,8 @@ import sqlalchemy as sa
 
 from masakari.db import migration, models
 from masakari.db.database import Database
-from tests.db.test_schema import PROJECT_INDEXES
+from tests.support.schema import PROJECT_INDEXES, REFERENCE_DB
 
-REFERENCE_DB = os.path.join(os.path.dirname(__file__), "data", "reference-22.0.0.db")
 REFERENCE_TABLES = ("failover_segments", "hosts", "notifications", "vmoves")
 
 

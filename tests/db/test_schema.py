@@ -17,6 +17,7 @@ import sqlalchemy as sa
 
 from masakari.db import migration
 from masakari.db.database import Database
+from tests.support.schema import PROJECT_INDEXES
 
 REFERENCE_DIR = os.path.join(
     os.path.dirname(__file__), "..", "..", "..", "shared", "spec", "reference"
@@ -42,14 +43,6 @@ PROJECT_TABLES = (
     "masakari_detector_leases",
     "masakari_failure_evidence",
 )
-# The project's indexes on the reference's tables (migration d4e6f8a0b2c4): name -> table.
-PROJECT_INDEXES = {
-    "masakari_notifications_created_idx": "notifications",
-    "masakari_notifications_status_idx": "notifications",
-    "masakari_notifications_source_host_idx": "notifications",
-    "masakari_notifications_generated_idx": "notifications",
-    "masakari_vmoves_notification_idx": "vmoves",
-}
 # CREATE INDEX statements (SQLite, PostgreSQL) and the KEY lines of MySQL's CREATE TABLE.
 _INDEX_STATEMENT = re.compile(r"^CREATE INDEX (\w+) ON (?:public\.)?(\w+) ")
 _MYSQL_KEY = re.compile(r",?\s*KEY `(\w+)` \([^)]*\)")

@@ -109,7 +109,7 @@ _DEFAULT_MESSAGES = {
 
 
 class PowerSource(Protocol):
-    """A fake BMC (tests.support.ipmi_bmc.FakeBMC, tests.support.redfish_bmc.RedfishBMC)."""
+    """A fake BMC (tests.fakes.ipmi_bmc.FakeBMC, tests.fakes.redfish_bmc.RedfishBMC)."""
 
     def on_power_change(self, callback: Callable[[str], None]) -> None: ...
 

@@ -15,7 +15,7 @@ import masakari
 import masakari.conf
 from masakari.conf import libraries, opts
 from masakari.engine import wakeup
-from tests.unit.test_conf import FLOWS, _value
+from tests.support.options import FLOWS, option_value
 
 # Outputs checked against the reference's parser (oslo.config 10.7).
 FLOW_CASES = [
@@ -221,7 +221,7 @@ def test_deployer_conf_parses(tmp_path: Path) -> None:
     loaded = masakari.conf.load(["--config-file", path], default_config_files=[])
     # Reading every option makes oslo.config convert and check every value.
     for group, name in _every_option(loaded):
-        _value(loaded, group, name)
+        option_value(loaded, group, name)
     assert loaded.debug is True
     assert loaded.transport_url.startswith("rabbit://")
     assert loaded.database.connection.startswith("mysql+pymysql://")

@@ -15,7 +15,7 @@ from masakari.cmd import manage, status
 from masakari.conf import paths
 from masakari.db import migration, models
 from masakari.db.database import Database
-from tests.db.test_reference_database import REFERENCE_DB
+from tests.support.schema import REFERENCE_DB
 
 
 @pytest.fixture

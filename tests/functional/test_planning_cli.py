@@ -13,7 +13,7 @@ from masakari.db import migration
 from masakari.db.database import Database
 from tests.fakes.nova import NovaSimulator
 from tests.fakes.placement import Flavor
-from tests.functional.engine.conftest import add_host, add_segment
+from tests.support.engine import add_host, add_segment
 
 LARGE = Flavor("m1.large", vcpus=4, ram=8192, disk=80)
 

@@ -23,7 +23,7 @@ from masakari.policies import (
     vmoves,
 )
 from tests.support.clock import FakeClock
-from tests.unit.test_policy import MEMBER, PROJECT_ONLY, _entry_point
+from tests.support.policy import MEMBER, PROJECT_ONLY, entry_point
 
 
 def _enforcer_with_file(tmp_path: Path, name: str, content: str) -> oslo_policy.Enforcer:
@@ -146,7 +146,7 @@ def test_a_rule_that_consults_something_else_is_asked_every_time(tmp_path: Path)
 
 
 def test_enforcer_entry_point_keeps_only_config_arguments(tmp_path: Path) -> None:
-    assert _entry_point("oslo.policy.enforcer", "masakari") is policy.get_enforcer
+    assert entry_point("oslo.policy.enforcer", "masakari") is policy.get_enforcer
     (tmp_path / "custom.yaml").write_text(f'"{vmoves.DETAIL}": "@"\n')
     conf_file = tmp_path / "masakari.conf"
     conf_file.write_text("[oslo_policy]\npolicy_file = custom.yaml\n")

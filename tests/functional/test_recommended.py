@@ -10,7 +10,6 @@ import os
 import pathlib
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -22,15 +21,10 @@ from oslo_config import cfg
 from masakari import conf as masakari_conf
 from masakari.cmd import manage
 from masakari.conf import recommended
+from tests.support.ports import free_port
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 SHIPPED = REPO / "etc" / "masakari" / "masakari.conf.recommended"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def test_the_shipped_file_is_what_the_command_prints(capsys) -> None:
@@ -79,7 +73,7 @@ def test_merge_keeps_the_operators_values(tmp_path) -> None:
 def test_api_and_engine_start_with_it(tmp_path) -> None:
     state = tmp_path / "state"
     state.mkdir()
-    port, api_metrics, engine_metrics = _free_port(), _free_port(), _free_port()
+    port, api_metrics, engine_metrics = free_port(), free_port(), free_port()
     # An operator's conf (run-aio.sh's template) with metrics ports of its own.
     (state / "masakari.conf").write_text(
         "[DEFAULT]\nauth_strategy = noauth2\n"

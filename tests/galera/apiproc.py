@@ -8,7 +8,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -16,13 +15,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from tests.support.ports import free_port
+
 HEADERS = {"Content-Type": "application/json", "X-User-Id": "u", "X-Project-Id": "p"}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def call(port: int, method: str, path: str, body: Any = None) -> tuple[int, Any]:

@@ -19,7 +19,6 @@ import os
 import pwd
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -28,6 +27,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pymysql
+
+from tests.support.ports import free_ports
 
 PROVIDER = "/usr/lib/galera/libgalera_smm.so"
 MARIADBD = "/usr/sbin/mariadbd"
@@ -53,20 +54,6 @@ def unavailable() -> str | None:
     if missing:
         return "Galera cluster cannot run here, missing: " + ", ".join(missing)
     return None
-
-
-def _free_ports(count: int) -> list[int]:
-    """Ports nothing listens on now; held open together so that they are distinct."""
-    sockets = []
-    try:
-        for _ in range(count):
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            sockets.append(s)
-        return [int(s.getsockname()[1]) for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
 
 
 class ClusterError(RuntimeError):
@@ -177,7 +164,7 @@ class GaleraCluster:
         self.base_dir = base_dir or tempfile.mkdtemp(prefix="masakari-galera-")
         # The server user must reach its data directory under the temporary one.
         os.chmod(self.base_dir, 0o755)
-        ports = _free_ports(4 * size)
+        ports = free_ports(4 * size)
         self.nodes = [Node(self, i, ports[4 * i : 4 * i + 4]) for i in range(size)]
         self.cluster_address = "gcomm://" + ",".join(
             f"127.0.0.1:{n.group_port}" for n in self.nodes

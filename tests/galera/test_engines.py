@@ -21,14 +21,14 @@ from masakari.compute.nova import NovaClient
 from masakari.db.database import Database
 from masakari.engine.service import EngineService
 from tests.fakes.nova import NovaSimulator
-from tests.functional.engine.conftest import (
+from tests.galera.apiproc import api_process, call
+from tests.support.engine import (
     HOST_DOWN,
     add_host,
     add_segment,
     make_conf,
     notify,
 )
-from tests.galera.apiproc import api_process, call
 
 LIFECYCLE = {"event": "LIFECYCLE", "vir_domain_event": "STOPPED_FAILED"}
 FINAL = {"finished", "error", "failed", "ignored"}

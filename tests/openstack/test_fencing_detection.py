@@ -1,6 +1,6 @@
 """Host fencing and agentless detection against the real Nova.
 
-Fencing: the failed host's BMC (tests/support/ipmi_bmc.py, real IPMI on loopback) is tied to
+Fencing: the failed host's BMC (tests/fakes/ipmi_bmc.py, real IPMI on loopback) is tied to
 its nova-compute process: power off kills it (-9), power on starts it again, as a host's
 power would. Detection: the engine polls the real services' heartbeats.
 """
@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from masakari.db import holds
+from tests.fakes.ipmi_bmc import FakeBMC
 from tests.openstack import records
 from tests.support import rows
-from tests.support.ipmi_bmc import FakeBMC
 from tests.support.openstack.cloud import Cloud, wait_for
 from tests.support.openstack.masakari import Masakari
 

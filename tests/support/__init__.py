@@ -1,2 +1,2 @@
-"""Test helpers shared by every test directory: the fake clock, the row builders, a migrated
-SQLite copy, a TCP proxy."""
+"""Our own test helpers, shared by every test directory (conftest files hold fixtures only, and
+no test module imports another; other systems' doubles are in tests/fakes)."""

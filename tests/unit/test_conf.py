@@ -18,6 +18,7 @@ from oslo_config import cfg, generator
 import masakari
 import masakari.conf
 from masakari.conf import opts
+from tests.support.options import FLOWS, option_value
 
 REFERENCE_OPTIONS = (
     Path(__file__).resolve().parents[3] / "shared/spec/reference/config-options.json"
@@ -127,10 +128,6 @@ def _reference_cases() -> list[tuple[str, dict[str, Any]]]:
     return [(group, item) for group, items in data.items() for item in items]
 
 
-def _value(conf: cfg.ConfigOpts, group: str, name: str) -> Any:
-    return getattr(conf, name) if group == "DEFAULT" else getattr(getattr(conf, group), name)
-
-
 @pytest.fixture(scope="module")
 def conf() -> cfg.ConfigOpts:
     return masakari.conf.for_tests()
@@ -168,7 +165,7 @@ def test_option_matches_reference(conf: cfg.ConfigOpts, group: str, item: dict[s
     assert deprecated == item.get("deprecated_opts", [])
 
     expected = MACHINE_DEFAULTS.get((group, item["name"]), item.get("default"))
-    actual = _value(conf, group, item["name"])
+    actual = option_value(conf, group, item["name"])
     if (group, item["name"]) == ("DEFAULT", "state_path"):
         assert opt.default == expected
         assert actual == MACHINE_DEFAULTS[("DEFAULT", "pybasedir")]
@@ -229,7 +226,7 @@ def test_project_only_option(
     type_name, default, minimum = expected
     opt = _declared()[key]
     assert opt.type.type_name == type_name
-    assert _value(conf, *key) == default
+    assert option_value(conf, *key) == default
     assert getattr(opt.type, "min", None) == minimum
     assert "masakari rewrite only" in opt.help
 
@@ -254,8 +251,6 @@ def test_force_down_help_warns_about_live_hosts() -> None:
 
 
 # --- recovery flows -----------------------------------------------------------------------
-
-FLOWS = "taskflow_driver_recovery_flows"
 
 
 def test_flow_defaults(conf: cfg.ConfigOpts) -> None:

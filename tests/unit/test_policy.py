@@ -3,9 +3,7 @@ project's own (microversion 1.4), overrides, entry points."""
 
 from __future__ import annotations
 
-from importlib import metadata
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
@@ -22,13 +20,13 @@ from masakari.policies import (
     versions,
     vmoves,
 )
+from tests.support.policy import MEMBER, PROJECT_ONLY, entry_point
 
 REFERENCE_POLICY = (
     Path(__file__).resolve().parents[3] / "shared/spec/reference/policy-effective.json"
 )
 
 ADMIN = {"user_id": "u-admin", "project_id": "p-admin", "roles": ["admin", "member", "reader"]}
-MEMBER = {"user_id": "u-member", "project_id": "p-member", "roles": ["member", "reader"]}
 
 
 def _reference() -> dict[str, str]:
@@ -51,15 +49,6 @@ def enforcer() -> oslo_policy.Enforcer:
 
 
 # --- the defaults -------------------------------------------------------------------------
-
-
-# Rules the reference does not have: the held-notification action of microversion 1.4.
-PROJECT_ONLY = {
-    notifications.RELEASE,
-    notifications.CANCEL,
-    hosts.RECOVERY_PLAN,
-    segments.READINESS,
-}
 
 
 def test_rules_equal_reference_in_order() -> None:
@@ -229,9 +218,5 @@ def test_missing_policy_file_keeps_the_defaults(tmp_path: Path) -> None:
 # --- entry points and generators ----------------------------------------------------------
 
 
-def _entry_point(group: str, name: str) -> Any:
-    return {ep.name: ep for ep in metadata.entry_points(group=group)}[name].load()
-
-
 def test_policies_entry_point() -> None:
-    assert _entry_point("oslo.policy.policies", "masakari") is policies.list_rules
+    assert entry_point("oslo.policy.policies", "masakari") is policies.list_rules

@@ -21,12 +21,12 @@ from masakari.db import migration
 from masakari.db.database import Database
 from tests.db import backends
 from tests.fakes.nova import SERVICE_PROJECT_ID, NovaSimulator
-from tests.functional.server.support import free_port
-from tests.upgrade.test_upgrade_in_place import (
+from tests.support.ports import free_port
+from tests.support.upgrade import (
     HOST_DOWN,
     REF_PYTHON,
     REFERENCE_SERVER,
-    _conf,
+    conf_file,
     connect,
     project,
     reference,
@@ -65,7 +65,7 @@ def sim() -> Any:
 
 
 def _shared_conf(directory: str, sim: NovaSimulator, port: int, db_url: str) -> str:
-    path = _conf(directory, sim, port)
+    path = conf_file(directory, sim, port)
     with open(path) as fh:
         text = fh.read()
     text = re.sub(r"(?m)^connection = sqlite:///.*/masakari\.db$", f"connection = {db_url}", text)

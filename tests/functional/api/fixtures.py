@@ -8,7 +8,7 @@ from typing import Any
 from gabbi import fixture
 
 from tests.fakes import nova as fake_nova
-from tests.functional.api.support import Deployment
+from tests.support.deployment import Deployment
 
 _current: dict[str, Deployment] = {}
 

@@ -18,7 +18,8 @@ import webob
 import masakari.api
 from masakari.db import migration
 from masakari.db.database import Database
-from tests.db.test_api_queries_concurrency import call, free_port
+from tests.support.api_process import call
+from tests.support.ports import free_port
 
 PASTE_FILE = Path(masakari.api.__file__).parent / "api-paste.ini"
 
@@ -98,7 +99,7 @@ def test_masakari_api_serves_and_stops_on_sigterm(tmp_path: Path, workers: int) 
 
 
 def test_the_paste_pipeline_authenticates_with_the_apps_configuration() -> None:
-    from tests.functional.api.support import ADMIN, MEMBER, Deployment
+    from tests.support.deployment import ADMIN, MEMBER, Deployment
 
     with Deployment({"wsgi": {"api_paste_config": str(PASTE_FILE)}}) as d:
         assert d.request("GET", "/v1/segments", headers=ADMIN).json == {"segments": []}

@@ -14,7 +14,7 @@ import pytest
 from masakari.cmd import manage
 from masakari.db import fencing
 from masakari.db.models import utcnow
-from tests.functional.api.support import Deployment, host_body, segment_body
+from tests.support.deployment import Deployment, host_body, segment_body
 
 T0 = datetime.datetime(2026, 6, 1, 10, 0, 0, 250000)
 

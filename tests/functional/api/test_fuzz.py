@@ -13,8 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from masakari.api import router
-from tests.functional.api.conftest import Objects
-from tests.functional.api.support import ADMIN, Deployment
+from tests.support.deployment import ADMIN, Deployment, Objects
 
 EXAMPLES = int(os.environ.get("MASAKARI_FUZZ_EXAMPLES", "120"))
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.functional.api.support import Deployment, host_body, segment_body
+from tests.support.deployment import Deployment, host_body, segment_body
 
 T0 = datetime.datetime(2026, 5, 1, 8, 0, 0)
 

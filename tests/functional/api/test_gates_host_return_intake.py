@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.functional.api.support import Deployment, host_body, segment_body
+from tests.support.deployment import Deployment, host_body, segment_body
 
 STEPS = (
     "unset_forced_down",

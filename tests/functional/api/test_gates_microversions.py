@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from masakari.api import microversion
-from tests.functional.api.support import Deployment, host_body, segment_body
+from tests.support.deployment import Deployment, host_body, segment_body
 
 CONFIGURED = ("1.3", "1.4", "1.5", "1.6", "1.7")
 # None: no header (1.0).

@@ -8,7 +8,7 @@ import logging
 
 from oslo_context import context as oslo_context
 
-from tests.functional.api.support import Deployment
+from tests.support.deployment import Deployment
 
 
 class _Contexts(logging.Handler):

@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.functional.api.conftest import Objects
-from tests.functional.api.support import ADMIN, MEMBER, Deployment, host_body, segment_body
+from tests.support.deployment import ADMIN, MEMBER, Deployment, Objects, host_body, segment_body
 
 # An operation: (rule, method, path builder, body builder, admin status).
 Paths = Callable[[Objects], tuple[str, Any]]

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.fakes.placement import Flavor
-from tests.functional.api.support import MEMBER, Deployment, host_body, segment_body
+from tests.support.deployment import MEMBER, Deployment, host_body, segment_body
 
 
 def _host(d: Deployment) -> tuple[str, str]:

@@ -80,6 +80,8 @@ def test_one_leader_and_the_other_takes_over_when_it_is_killed(redis_url: str, m
         if leader.poll() is None:
             leader.kill()
             leader.wait()
+        if leader.stdout is not None:
+            leader.stdout.close()
         follower.stop()
 
 

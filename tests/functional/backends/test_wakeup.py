@@ -13,7 +13,7 @@ from masakari.db import statuses
 from masakari.engine import wakeup
 from masakari.engine.service import EngineService
 from masakari.ha import notifications as notifications_api
-from tests.functional.api.support import Deployment, host_body, notification_body, segment_body
+from tests.support.deployment import Deployment, host_body, notification_body, segment_body
 from tests.support.tcpproxy import TCPProxy
 
 # Long enough that a pickup within WOKEN_WITHIN can only come from the cast.

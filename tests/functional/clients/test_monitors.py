@@ -18,7 +18,7 @@ from typing import Any
 import openstack
 import pytest
 
-from tests.functional.clients.conftest import CLOUD, Cloud
+from tests.support.client_cloud import CLOUD, Cloud
 
 # Run with the monitors' own imports (eventlet, their oslo.config object): in a process of
 # its own, as masakari-hostmonitor and the other monitors are.

@@ -12,7 +12,7 @@ import urllib.request
 from typing import Any
 
 from tests.fakes import nova as fake_nova
-from tests.functional.clients.conftest import Cloud
+from tests.support.client_cloud import Cloud
 
 OPENSTACK = os.path.join(os.path.dirname(sys.executable), "openstack")
 

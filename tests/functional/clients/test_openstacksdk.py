@@ -10,7 +10,7 @@ import openstack
 import pytest
 from openstack import exceptions
 
-from tests.functional.clients.conftest import CLOUD, Cloud
+from tests.support.client_cloud import CLOUD, Cloud
 
 
 @pytest.fixture

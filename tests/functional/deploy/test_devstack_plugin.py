@@ -52,7 +52,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.functional.server.support import free_port, request
+from tests.support.api_process import request
+from tests.support.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[3]
 DEVSTACK = ROOT / "tests" / "fakes" / "devstack"

@@ -4,7 +4,6 @@ message that says what is wrong, and the engine says so once at start."""
 from __future__ import annotations
 
 import logging
-import socket
 
 import pytest
 
@@ -12,13 +11,8 @@ from masakari import conf as masakari_conf
 from masakari.cmd import engine as engine_cmd
 from masakari.compute import nova
 from masakari.compute.clients import Clients
-from tests.functional.api.support import Deployment, host_body, segment_body
-
-
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.support.deployment import Deployment, host_body, segment_body
+from tests.support.ports import free_port
 
 
 def _create_host(settings: dict[str, str | None]) -> tuple[int, dict[str, object]]:
@@ -43,7 +37,7 @@ def _create_host(settings: dict[str, str | None]) -> tuple[int, dict[str, object
             "os_privileged_user_password are not set).",
         ),
         (
-            {"os_privileged_user_auth_url": f"http://127.0.0.1:{_closed_port()}/v3"},
+            {"os_privileged_user_auth_url": f"http://127.0.0.1:{free_port()}/v3"},
             nova.UNREACHABLE,
         ),
         ({"nova_catalog_admin_info": "no-such-service:nova:publicURL"}, nova.NO_ENDPOINT),

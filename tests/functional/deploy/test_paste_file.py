@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.functional.api.support import ADMIN, Deployment
+from tests.support.deployment import ADMIN, Deployment
 
 ROOT = Path(__file__).resolve().parents[3]
 ETC_PASTE = ROOT / "etc" / "masakari" / "api-paste.ini"

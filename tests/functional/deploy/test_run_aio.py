@@ -7,26 +7,21 @@ import os
 import pathlib
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
 
 import requests
 
+from tests.support.ports import free_port
+
 REPO = pathlib.Path(__file__).resolve().parents[3]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def test_masakari_port_wins_over_the_port_of_an_existing_conf(tmp_path) -> None:
     state = tmp_path / "state"
     state.mkdir()
-    old_port, port = _free_port(), _free_port()
+    old_port, port = free_port(), free_port()
     # What an earlier run wrote (tools/run-aio.sh's template), with its port.
     (state / "masakari.conf").write_text(
         "[DEFAULT]\nauth_strategy = noauth2\n"
@@ -66,3 +61,5 @@ def test_masakari_port_wins_over_the_port_of_an_existing_conf(tmp_path) -> None:
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=20)
+        if proc.stdout is not None:
+            proc.stdout.close()

@@ -14,7 +14,8 @@ import pytest
 from masakari.db import migration
 from masakari.db.database import Database
 from tests.fakes.nova import NovaSimulator
-from tests.functional.engine.conftest import (
+from tests.support.api_process import APIProcess, request
+from tests.support.engine import (
     HOST_DOWN,
     add_host,
     add_segment,
@@ -25,7 +26,6 @@ from tests.functional.engine.conftest import (
     wait_for,
     write_engine_conf,
 )
-from tests.functional.server.support import APIProcess, request
 
 RELOADED = "SIGHUP: configuration files read again; changed: DEFAULT.debug"
 

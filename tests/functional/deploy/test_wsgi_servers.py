@@ -9,7 +9,6 @@ import os
 import pathlib
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,6 +19,7 @@ import requests
 
 from tests.fakes import nova as fake_nova
 from tests.fakes.nova import NovaSimulator
+from tests.support.ports import free_port
 
 REPO = pathlib.Path(__file__).resolve().parents[3]
 BIN = pathlib.Path(sys.executable).parent
@@ -30,12 +30,6 @@ REF_PREFIX = pathlib.Path(REF_PYTHON).parent.parent if REF_PYTHON else None
 needs_uwsgi = pytest.mark.skipif(
     not (BIN / "uwsgi").exists(), reason="uwsgi is not installed (pip install uWSGI)"
 )
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -167,6 +161,6 @@ def test_served_as_deployment_tools_serve_it(server, sim, deployer_files, tmp_pa
     for name, source in deployer_files.items():
         shutil.copy(source, config_dir / name)  # unchanged
     log = tmp_path / "server.log"
-    with _served(server(_free_port()), config_dir, log) as url:
+    with _served(server(free_port()), config_dir, log) as url:
         _check_api(url)
     assert "eventlet" not in log.read_text().lower()

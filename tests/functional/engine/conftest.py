@@ -1,39 +1,22 @@
-"""Fixtures: a migrated SQLite database, the Nova simulator, and rows to recover
-(tests/support/rows.py)."""
+"""Fixtures: a migrated SQLite database (or one on each database server), the Nova simulator,
+options and engines (the helpers are in tests/support/engine.py), the storms' deployments."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from oslo_config import cfg
 
-from masakari import conf as masakari_conf
 from masakari.db.database import Database
-from masakari.db.models import VMove
 from masakari.engine.service import EngineService
 from tests.db import backends
 from tests.fakes.nova import NovaSimulator
-from tests.support import rows
+from tests.support.deployment import Deployment
+from tests.support.engine import make_conf
 from tests.support.sqlite import migrated_sqlite
-
-# Fast timings: every confirmation polls every 0.1 s and gives up after 1.5 s.
-FAST = {
-    "wait_period_after_service_update": 0,
-    "wait_period_after_evacuation": 2,
-    "wait_period_after_power_off": 2,
-    "wait_period_after_power_on": 2,
-    "verify_interval": 1,
-    "engine_poll_interval": 0.05,
-    "engine_claim_timeout": 5,
-    "engine_claim_renew_interval": 1,
-    "engine_claim_margin": 1.5,
-    "nova_api_timeout": 5,
-}
+from tests.support.storms import FAST, Cloud
 
 
 @pytest.fixture
@@ -57,47 +40,9 @@ def sim() -> Iterator[NovaSimulator]:
         yield simulator
 
 
-def make_conf(sim: NovaSimulator, **overrides: Any) -> cfg.ConfigOpts:
-    return masakari_conf.for_tests(**{**sim.conf_overrides(), **FAST, **overrides})
-
-
 @pytest.fixture
 def conf(sim: NovaSimulator) -> cfg.ConfigOpts:
     return make_conf(sim)
-
-
-# The row builders, under the names the engine tests have always imported.
-add_segment = rows.segment
-add_host = rows.host
-notify = rows.notification
-HOST_DOWN = rows.HOST_DOWN
-status_of = rows.status_of
-host_row = rows.host_row
-
-
-def wait_status(
-    db: Database,
-    nid: str,
-    statuses: tuple[str, ...] = ("finished", "error", "ignored", "failed"),
-    timeout: float = 30.0,
-) -> str:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        status = status_of(db, nid)
-        if status in statuses:
-            return status
-        time.sleep(0.05)
-    raise AssertionError(f"notification {nid} still {status_of(db, nid)} after {timeout}s")
-
-
-def details(db: Database, nid: str) -> list[tuple[int, str, str, list[str]]]:
-    """The progress rows: (attempt, task, state, [message])."""
-    return [(a, n, st, [m for _, m in msgs]) for a, n, st, _, msgs in rows.task_rows(db, nid)]
-
-
-def vmoves(db: Database, nid: str) -> list[VMove]:
-    with db.reader() as s:
-        return s.query(VMove).filter_by(notification_uuid=nid).order_by(VMove.id).all()
 
 
 @pytest.fixture
@@ -118,55 +63,20 @@ def engine_factory(db: Database, sim: NovaSimulator) -> Iterator[Any]:
         service.stop(grace=2)
 
 
-def write_engine_conf(
-    path: Any, sim: NovaSimulator, db_url: str, user: str = "masakari", **extra: Any
-) -> None:
-    """A masakari.conf for a masakari-engine process on ``db_url``, calling Nova as ``user``.
+@pytest.fixture
+def make_cloud() -> Iterator[Any]:
+    """``make_cloud(count, **sections)``: the storms' deployment (API at 1.4, the simulator;
+    tests/support/storms.py), its engine stopped and the deployment closed afterwards."""
+    made: list[Cloud] = []
 
-    Fast claims: lost 5 s after the last renewal, renewed every second, and the engine stops
-    acting 1.5 s before the expiry.
-    """
-    conf = make_conf(sim)
-    lines = [
-        "[DEFAULT]",
-        f"host = {user}",
-        f"os_privileged_user_name = {user}",
-        f"os_privileged_user_password = {conf.os_privileged_user_password}",
-        f"os_privileged_user_tenant = {conf.os_privileged_user_tenant}",
-        f"os_privileged_user_auth_url = {conf.os_privileged_user_auth_url}",
-        "nova_catalog_admin_info = compute:nova:publicURL",
-        "wait_period_after_service_update = 0",
-        "wait_period_after_evacuation = 30",
-        "verify_interval = 1",
-        "engine_poll_interval = 0.1",
-        "engine_claim_timeout = 5",
-        "engine_claim_renew_interval = 1",
-        "engine_claim_margin = 1.5",
-        *(f"{k} = {v}" for k, v in extra.items()),
-        "[database]",
-        f"connection = {db_url}",
-        "[keystone_authtoken]",
-        "auth_type = password",
-    ]
-    path.write_text("\n".join(lines) + "\n")
+    def make(count: int, **sections: dict[str, str]) -> Cloud:
+        dep = Deployment({"DEFAULT": FAST, **sections})
+        cloud = Cloud(dep, count)
+        made.append(cloud)
+        return cloud
 
-
-def spawn_engine(conf_file: Any, log_file: Any) -> subprocess.Popen[bytes]:
-    """masakari-engine in a session of its own (so that a test can signal it alone)."""
-    with open(log_file, "ab") as log:
-        return subprocess.Popen(
-            [sys.executable, "-m", "masakari.cmd.engine", "--config-file", str(conf_file)],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-
-
-def wait_for(predicate: Any, timeout: float, what: str, interval: float = 0.05) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError(f"{what}: not within {timeout} s")
+    yield make
+    for cloud in made:
+        if cloud.engine is not None:
+            cloud.engine.stop(grace=2)
+        cloud.dep.close()

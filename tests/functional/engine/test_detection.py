@@ -26,7 +26,7 @@ from masakari.ha import notifications as intake
 from masakari.ha.intake import Rules
 from tests.db import backends
 from tests.fakes.nova import COMPUTE_PREFIX, IDENTITY_PREFIX, NovaSimulator
-from tests.functional.engine.conftest import (
+from tests.support.engine import (
     HOST_DOWN,
     add_host,
     add_segment,

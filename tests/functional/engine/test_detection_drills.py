@@ -23,7 +23,7 @@ from masakari.db import detector_lease
 from masakari.db.database import Database
 from masakari.db.models import Notification
 from tests.fakes.nova import NovaSimulator
-from tests.functional.engine.conftest import (
+from tests.support.engine import (
     add_host,
     add_segment,
     spawn_engine,

@@ -20,7 +20,7 @@ from masakari.db import holds
 from masakari.engine.service import EngineService
 from masakari.ha import notifications as intake
 from masakari.ha.intake import Rules
-from tests.functional.api.support import Deployment, host_body, segment_body
+from tests.support.deployment import Deployment, host_body, segment_body
 
 OPTIONS = {
     "DEFAULT": {

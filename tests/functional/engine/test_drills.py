@@ -25,7 +25,7 @@ from masakari.db.database import Database
 from masakari.db.models import InstanceLock, NotificationClaim, RecoveryTask
 from masakari.engine.service import EngineService
 from tests.fakes.nova import NovaSimulator
-from tests.functional.engine.conftest import (
+from tests.support.engine import (
     HOST_DOWN,
     add_host,
     add_segment,

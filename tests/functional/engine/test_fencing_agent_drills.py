@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from masakari.db.database import Database
+from tests.fakes.ipmi_bmc import FakeBMC
 from tests.fakes.nova import NovaSimulator
-from tests.functional.engine.conftest import HOST_DOWN, add_segment, notify, wait_status
 from tests.functional.engine.test_fencing_drills import (  # noqa: F401 - fixtures
     LIVE_TIMEOUT,
     PASSWORD,
@@ -32,8 +32,8 @@ from tests.functional.engine.test_fencing_drills import (  # noqa: F401 - fixtur
     mutations,
     sent,
 )
-from tests.functional.fencing.conftest import require_file
-from tests.support.ipmi_bmc import FakeBMC
+from tests.support.engine import HOST_DOWN, add_segment, notify, wait_status
+from tests.support.fencing import require_file
 
 
 def agent_entry(bmc: FakeBMC) -> dict[str, Any]:

@@ -24,15 +24,15 @@ from masakari.engine.fencing import HostFencing
 from masakari.fencing import drivers
 from masakari.fencing.base import DriverSpec, PowerState
 from masakari.ha import fence_doctor
-from tests.functional.engine.conftest import (
+from tests.fakes.ipmi_bmc import FakeBMC
+from tests.support.clock import FakeClock
+from tests.support.engine import (
     add_host,
     add_segment,
     make_conf,
     wait_for,
     write_engine_conf,
 )
-from tests.support.clock import FakeClock
-from tests.support.ipmi_bmc import FakeBMC
 
 USER, PASSWORD = "admin", "s3cret-bmc-pw"
 

@@ -30,8 +30,12 @@ from masakari.db.models import FenceAttempt, Notification, RecoveryTask
 from masakari.engine.fencing import HostFencing
 from masakari.engine.service import EngineService
 from masakari.ha import notifications as notifications_api
+from tests.fakes.ipmi_bmc import FakeBMC
+from tests.fakes.kdump_sender import FENCE_KDUMP_SEND, fence_kdump_send
 from tests.fakes.nova import NovaSimulator
-from tests.functional.engine.conftest import (
+from tests.fakes.redfish_bmc import RedfishBMC
+from tests.support import rows
+from tests.support.engine import (
     HOST_DOWN,
     add_host,
     add_segment,
@@ -43,10 +47,6 @@ from tests.functional.engine.conftest import (
     wait_status,
     write_engine_conf,
 )
-from tests.support import rows
-from tests.support.ipmi_bmc import FakeBMC
-from tests.support.kdump_sender import FENCE_KDUMP_SEND, fence_kdump_send
-from tests.support.redfish_bmc import RedfishBMC
 
 USER, PASSWORD = "admin", "s3cret-bmc-pw"
 # A call to a dead BMC gives up after this; a live one may take the default's order (each

@@ -21,8 +21,8 @@ from masakari.compute.nova import NovaClient
 from masakari.engine.service import EngineService
 from tests.db import backends
 from tests.fakes.nova import NovaSimulator
-from tests.functional.api.support import Deployment, host_body, segment_body
-from tests.functional.engine.conftest import (
+from tests.support.deployment import Deployment, host_body, segment_body
+from tests.support.engine import (
     HOST_DOWN,
     add_host,
     add_segment,

@@ -12,11 +12,10 @@ from typing import Any
 
 import pytest
 
+from masakari.engine.recovery import host_return
 from tests.fakes.nova import NovaSimulator, Request
-from tests.functional.engine import test_guard_spares_and_safety as spares
-from tests.functional.engine import test_guard_storms as storms
+from tests.support import storms
 
-make_cloud = storms.make_cloud
 SPARE = "compute-4"
 
 
@@ -50,7 +49,7 @@ def test_an_instance_placed_during_the_return_keeps_the_spare(
     make_cloud: Any, disabled_by: str | None
 ) -> None:
     cloud = make_cloud(4, host_return={"return_reserved_hosts": "true"})
-    spares._with_spare(cloud, SPARE)
+    storms.with_spare(cloud, SPARE)
     sim = cloud.dep.sim
     sim.power_off("compute-1")
     cloud.start_engine()
@@ -77,15 +76,15 @@ def test_an_instance_placed_during_the_return_keeps_the_spare(
         if c["path"] == "/servers/detail" and ["host", SPARE] in c["query"]
     ]
     assert len(looks) == 2
-    assert spares._host_rows(cloud)[SPARE].reserved is False
+    assert storms.host_rows(cloud)[SPARE].reserved is False
     assert (
         f"Reserved host '{SPARE}' still hosts 1 instances: not returned to the reserved pool"
-        in spares._messages(cloud, back)
+        in storms.messages(cloud, back)
     )
     if disabled_by is None:
         # Disabled for the pool, then enabled again for the instance that arrived.
         assert _spare_puts(cloud, service_id) == [
-            {"status": "disabled", "disabled_reason": spares.host_return.SPARE_DISABLE_REASON},
+            {"status": "disabled", "disabled_reason": host_return.SPARE_DISABLE_REASON},
             {"status": "enabled"},
         ]
         assert sim.service(SPARE)["status"] == "enabled"

@@ -20,9 +20,8 @@ import pytest
 import sqlalchemy as sa
 
 from tests.db import backends
-from tests.functional.engine import test_guard_storms as storms
+from tests.support import storms
 
-make_cloud = storms.make_cloud
 # The second failed host of the segment is held.
 GUARDS = {"segment_max_failed_hosts": "1"}
 

@@ -11,18 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.functional.engine import test_guard_storms as storms
-
-make_cloud = storms.make_cloud
-
-
-def _messages(cloud: storms.Cloud, nid: str) -> list[str]:
-    shown = cloud.dep.request("GET", f"/v1/notifications/{nid}", version="1.1").json
-    return [
-        d["message"]
-        for task in shown["notification"]["recovery_workflow_details"]
-        for d in task["progress_details"]
-    ]
+from tests.support import storms
 
 
 @pytest.mark.parametrize("rule", ["include", "exclude"])
@@ -47,5 +36,5 @@ def test_a_bare_key_matches_any_value(make_cloud: Any, rule: str) -> None:
         assert sim.server(server)["OS-EXT-SRV-ATTR:host"] == "compute-1"
         assert (
             f"Instance '{server}' is out of scope ([host_failure] scope_{rule}_metadata): "
-            "not evacuated" in _messages(cloud, nid)
+            "not evacuated" in storms.messages(cloud, nid)
         )

@@ -10,53 +10,9 @@ from typing import Any
 
 import pytest
 
-from masakari.db.models import Host
 from masakari.engine.recovery import host_return
-from tests.functional.engine import test_guard_storms as storms
-from tests.functional.engine.conftest import vmoves
-from tests.functional.engine.test_guard_storms import Cloud
-
-# The storms' deployment: API at 1.4, an engine, the simulator.
-make_cloud = storms.make_cloud
-
-
-def _segment(cloud: Cloud) -> str:
-    return str(cloud.dep.request("GET", "/v1/segments").json["segments"][0]["uuid"])
-
-
-def _host_rows(cloud: Cloud) -> dict[str, Host]:
-    with cloud.dep.db.reader() as s:
-        return {h.name: h for h in s.query(Host).filter_by(deleted=0)}
-
-
-def _messages(cloud: Cloud, nid: str) -> list[str]:
-    shown = cloud.dep.request("GET", f"/v1/notifications/{nid}", version="1.1").json
-    return [
-        d["message"]
-        for task in shown["notification"]["recovery_workflow_details"]
-        for d in task["progress_details"]
-    ]
-
-
-def _nova_paths(cloud: Cloud, method: str = "GET") -> list[str]:
-    return [c["path"] for c in cloud.dep.sim.nova_calls() if c["method"] == method]
-
-
-def _with_spare(cloud: Cloud, spare: str = "compute-4") -> None:
-    """``spare`` becomes the segment's reserved host, empty and disabled in Nova, as an
-    operator keeps one; the segment recovers with reserved_host."""
-    sim = cloud.dep.sim
-    with sim.lock:
-        sim.servers = [s for s in sim.servers if s.host != spare]
-        for service in sim.services:
-            if service.host == spare:
-                service.status, service.disabled_reason = "disabled", "spare"
-    seg = _segment(cloud)
-    body = {"segment": {"recovery_method": "reserved_host"}}
-    assert cloud.dep.request("PUT", f"/v1/segments/{seg}", body).status_int == 200
-    uuid = _host_rows(cloud)[spare].uuid
-    body = {"host": {"reserved": True}}
-    assert cloud.dep.request("PUT", f"/v1/segments/{seg}/hosts/{uuid}", body).status_int == 200
+from tests.support import storms
+from tests.support.engine import vmoves
 
 
 @pytest.mark.parametrize("case", ["off", "busy", "empty"])
@@ -65,7 +21,7 @@ def test_a_used_spare_goes_back_to_the_pool_once_empty(make_cloud: Any, case: st
     if case != "off":
         steps["return_reserved_hosts"] = "true"
     cloud = make_cloud(4, host_return=steps)
-    _with_spare(cloud)
+    storms.with_spare(cloud)
     sim = cloud.dep.sim
     sim.power_off("compute-1")
     cloud.start_engine()
@@ -73,7 +29,7 @@ def test_a_used_spare_goes_back_to_the_pool_once_empty(make_cloud: Any, case: st
     assert cloud.wait_final([down]) == ["finished"]
     moved = cloud.servers["compute-1"]
     assert sim.server(moved)["OS-EXT-SRV-ATTR:host"] == "compute-4"
-    assert _host_rows(cloud)["compute-4"].reserved is False
+    assert storms.host_rows(cloud)["compute-4"].reserved is False
     assert sim.service("compute-4")["status"] == "enabled"
 
     if case == "empty":
@@ -84,9 +40,9 @@ def test_a_used_spare_goes_back_to_the_pool_once_empty(make_cloud: Any, case: st
     sim.clear_calls()
     back = cloud.report("compute-1", event="STARTED")["notification_uuid"]
     assert cloud.wait_final([back]) == ["finished"]
-    spare = _host_rows(cloud)["compute-4"]
+    spare = storms.host_rows(cloud)["compute-4"]
     service = sim.service("compute-4")
-    messages = _messages(cloud, back)
+    messages = storms.messages(cloud, back)
     if case == "empty":
         assert (spare.reserved, spare.on_maintenance) == (True, False)
         assert (service["status"], service["disabled_reason"]) == (
@@ -106,22 +62,22 @@ def test_a_used_spare_goes_back_to_the_pool_once_empty(make_cloud: Any, case: st
     asked_spare = ["host", "compute-4"] in [q for c in sim.nova_calls() for q in c["query"]]
     if case == "busy":
         # Asked before any change: nothing sent to the spare's service.
-        assert spare_service not in _nova_paths(cloud, "PUT")
+        assert spare_service not in storms.nova_paths(cloud, "PUT")
         assert asked_spare
     if case == "off":
         # The option off: not even the spare's instances are asked for.
         assert not asked_spare
-        assert spare_service not in _nova_paths(cloud, "PUT")
+        assert spare_service not in storms.nova_paths(cloud, "PUT")
     if case == "empty":
         # Disabled, then asked again (an instance Nova placed meanwhile would keep it).
-        assert _nova_paths(cloud, "PUT").count(spare_service) == 1
+        assert storms.nova_paths(cloud, "PUT").count(spare_service) == 1
 
 
 @pytest.mark.parametrize("check", [False, True], ids=["off", "on"])
 def test_anti_affinity_with_the_spare(make_cloud: Any, check: bool) -> None:
     options = {"check_server_groups": "true"} if check else {}
     cloud = make_cloud(4, host_failure=options)
-    _with_spare(cloud)
+    storms.with_spare(cloud)
     sim = cloud.dep.sim
     # A member of the group already runs on the spare (an operator put it there).
     member = sim.add_server(host="compute-4")
@@ -133,7 +89,7 @@ def test_anti_affinity_with_the_spare(make_cloud: Any, check: bool) -> None:
     if not check:
         assert cloud.wait_final([nid]) == ["finished"]
         assert sorted(cloud.evacuated()) == sorted([grouped, cloud.servers["compute-1"]])
-        assert not any("os-server-groups" in p for p in _nova_paths(cloud))
+        assert not any("os-server-groups" in p for p in storms.nova_paths(cloud))
         return
     assert cloud.wait_final([nid]) == ["error"]
     assert cloud.evacuated() == [cloud.servers["compute-1"]]
@@ -145,7 +101,9 @@ def test_anti_affinity_with_the_spare(make_cloud: Any, check: bool) -> None:
     )
     assert (rows[grouped].status, rows[grouped].message) == ("failed", "Failed reason: " + reason)
     assert rows[cloud.servers["compute-1"]].status == "succeeded"
-    assert f"Instance '{grouped}' cannot be evacuated safely: {reason}" in _messages(cloud, nid)
+    assert f"Instance '{grouped}' cannot be evacuated safely: {reason}" in storms.messages(
+        cloud, nid
+    )
 
 
 @pytest.mark.parametrize("no_shared_storage", [False, True], ids=["off", "on"])
@@ -187,7 +145,7 @@ def test_aggregate_scope(make_cloud: Any) -> None:
     assert vmoves(cloud.dep.db, left) == []
     assert (
         "Instances of host 'compute-3' are out of scope ([host_failure] "
-        "scope_exclude_aggregates): not evacuated" in _messages(cloud, left)
+        "scope_exclude_aggregates): not evacuated" in storms.messages(cloud, left)
     )
 
 
@@ -207,4 +165,4 @@ def test_aggregate_include_by_id_and_no_request_when_unset(make_cloud: Any) -> N
     plain.dep.sim.power_off("compute-1")
     plain.start_engine()
     assert plain.wait_final([plain.report("compute-1")["notification_uuid"]]) == ["finished"]
-    assert not any("os-aggregates" in p for p in _nova_paths(plain))
+    assert not any("os-aggregates" in p for p in storms.nova_paths(plain))

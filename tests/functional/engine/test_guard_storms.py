@@ -6,119 +6,14 @@ from the same database, and asserts on what Nova received and what the database 
 
 from __future__ import annotations
 
-import datetime
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from masakari.db import holds
-from masakari.engine.service import EngineService
 from tests.fakes import nova as fake_nova
-from tests.functional.api.support import Deployment, host_body, segment_body
-
-FAST = {
-    "wait_period_after_service_update": "0",
-    "wait_period_after_evacuation": "5",
-    "verify_interval": "1",
-    "engine_poll_interval": "0.05",
-    "notification_delay_max": "0",
-    "api_max_microversion": "1.4",
-}
-FINAL = ("finished", "error", "ignored", "failed")
-
-
-def _now() -> str:
-    return datetime.datetime.now(datetime.UTC).replace(tzinfo=None).isoformat()
-
-
-def host_report(host: str, event: str = "STOPPED", status: str = "NORMAL") -> dict[str, Any]:
-    return {
-        "notification": {
-            "type": "COMPUTE_HOST",
-            "hostname": host,
-            "generated_time": _now(),
-            "payload": {"event": event, "host_status": status, "cluster_status": "OFFLINE"},
-        }
-    }
-
-
-class Cloud:
-    """A deployment with ``count`` compute hosts in one segment, one HA instance on each."""
-
-    def __init__(self, dep: Deployment, count: int) -> None:
-        self.dep = dep
-        self.hosts = [f"compute-{i}" for i in range(1, count + 1)]
-        for name in self.hosts[4:]:  # the deployment's simulator has compute-1..4
-            dep.sim.add_service(name)
-        dep.sim.service_down_time = 0
-        seg = dep.request("POST", "/v1/segments", segment_body()).json["segment"]["uuid"]
-        self.servers: dict[str, str] = {}
-        for name in self.hosts:
-            assert (
-                dep.request("POST", f"/v1/segments/{seg}/hosts", host_body(name)).status_int == 201
-            )
-            self.servers[name] = dep.sim.add_server(host=name, metadata={"HA_Enabled": "True"})
-        self.engine: EngineService | None = None
-
-    def report(self, host: str, **kwargs: str) -> dict[str, Any]:
-        resp = self.dep.request(
-            "POST", "/v1/notifications", host_report(host, **kwargs), version="1.4"
-        )
-        assert resp.status_int == 202, resp.body
-        return resp.json["notification"]  # type: ignore[no-any-return]
-
-    def show(self, nid: str, version: str = "1.4") -> dict[str, Any]:
-        resp = self.dep.request("GET", f"/v1/notifications/{nid}", version=version)
-        return resp.json["notification"]  # type: ignore[no-any-return]
-
-    def action(self, nid: str, verb: str, version: str = "1.4") -> Any:
-        return self.dep.request(
-            "POST", f"/v1/notifications/{nid}/action", {verb: None}, version=version
-        )
-
-    def start_engine(self) -> None:
-        # Frequent sweeps: a released notification is found by the next one.
-        self.engine = EngineService(
-            self.dep.conf, self.dep.db, self.dep.sim.client(timeout=5), sweep_interval=0.5
-        )
-        self.engine.start()
-
-    def wait_final(self, nids: list[str], timeout: float = 45.0) -> list[str]:
-        deadline = time.monotonic() + timeout
-        while True:
-            found = [self.show(nid)["status"] for nid in nids]
-            if all(status in FINAL for status in found) or time.monotonic() > deadline:
-                return found
-            time.sleep(0.1)
-
-    def evacuated(self) -> list[str]:
-        """The servers Nova was asked to evacuate, in order (one entry per request)."""
-        return [
-            call["path"].split("/")[-2]
-            for call in self.dep.sim.nova_calls()
-            if call["method"] == "POST"
-            and isinstance(call["body"], dict)
-            and "evacuate" in call["body"]
-        ]
-
-
-@pytest.fixture
-def make_cloud() -> Iterator[Any]:
-    made: list[Cloud] = []
-
-    def make(count: int, **sections: dict[str, str]) -> Cloud:
-        dep = Deployment({"DEFAULT": FAST, **sections})
-        cloud = Cloud(dep, count)
-        made.append(cloud)
-        return cloud
-
-    yield make
-    for cloud in made:
-        if cloud.engine is not None:
-            cloud.engine.stop(grace=2)
-        cloud.dep.close()
+from tests.support.storms import host_report
 
 
 def test_ten_of_twenty_hosts_failing_within_a_minute(make_cloud: Any) -> None:

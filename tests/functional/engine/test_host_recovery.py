@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from masakari.compute.retry import Policy
-from tests.functional.engine.conftest import (
+from tests.support.engine import (
     HOST_DOWN,
     add_host,
     add_segment,

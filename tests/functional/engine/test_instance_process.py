@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.functional.engine.conftest import (
+from tests.support.engine import (
     HOST_DOWN,
     add_host,
     add_segment,

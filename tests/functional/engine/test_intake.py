@@ -6,7 +6,7 @@ import threading
 from typing import Any
 
 from masakari.db import claims
-from tests.functional.engine.conftest import (
+from tests.support.engine import (
     add_host,
     add_segment,
     make_conf,

@@ -8,8 +8,8 @@ import time
 from masakari import coordination
 from masakari.db import statuses
 from masakari.engine.service import EngineService
-from tests.functional.engine.conftest import HOST_DOWN, add_host, add_segment, make_conf, notify
-from tests.functional.engine.conftest import status_of as _status
+from tests.support.engine import HOST_DOWN, add_host, add_segment, make_conf, notify
+from tests.support.engine import status_of as _status
 
 
 class _Follower:

@@ -17,9 +17,9 @@ from masakari.db.models import InstanceLock
 from masakari.engine.locks import LockReconciler
 from tests.db import backends
 from tests.fakes.nova import NovaSimulator
-from tests.functional.engine.conftest import HOST_DOWN, add_host, add_segment, notify
 from tests.support import rows
 from tests.support.clock import FakeClock
+from tests.support.engine import HOST_DOWN, add_host, add_segment, notify
 
 NO_RETRY = Policy(connect_retries=0, retries=0)
 

@@ -11,7 +11,7 @@ from masakari.compute.placement import PlacementClient
 from masakari.ha import plans
 from tests.fakes.nova import NovaSimulator
 from tests.fakes.placement import Flavor
-from tests.functional.engine.conftest import (
+from tests.support.engine import (
     HOST_DOWN,
     add_host,
     add_segment,

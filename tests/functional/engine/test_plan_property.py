@@ -23,7 +23,7 @@ from masakari.engine.service import EngineService
 from masakari.ha import plans
 from tests.fakes.nova import NovaSimulator
 from tests.fakes.placement import Flavor
-from tests.functional.engine.conftest import (
+from tests.support.engine import (
     HOST_DOWN,
     add_host,
     add_segment,

@@ -19,7 +19,7 @@ from masakari.db.database import Database
 from masakari.engine.service import EngineService
 from tests.db import backends
 from tests.fakes.nova import NovaSimulator
-from tests.functional.engine.conftest import (
+from tests.support.engine import (
     HOST_DOWN,
     add_host,
     add_segment,

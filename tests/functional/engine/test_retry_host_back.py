@@ -24,7 +24,7 @@ from masakari.engine.fencing import HostFencing
 from masakari.engine.service import EngineService
 from masakari.fencing.base import DriverSpec, PowerState
 from tests.fakes.nova import NovaSimulator
-from tests.functional.engine.conftest import (
+from tests.support.engine import (
     HOST_DOWN,
     add_host,
     add_segment,

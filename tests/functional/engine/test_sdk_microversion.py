@@ -18,8 +18,8 @@ from keystoneauth1 import session as ks_session
 from keystoneauth1 import token_endpoint
 
 from tests.fakes import nova as fake_nova
-from tests.functional.api.support import Deployment, host_body, segment_body
-from tests.functional.engine.test_guard_storms import host_report
+from tests.support.deployment import Deployment, host_body, segment_body
+from tests.support.storms import host_report
 
 # Keys of a notification at 1.3 (show adds recovery_workflow_details from 1.1).
 KEYS_1_3 = {

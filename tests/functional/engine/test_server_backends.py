@@ -14,7 +14,7 @@ from masakari.db import holds
 from masakari.db.database import Database, transaction
 from masakari.engine.service import EngineService
 from tests.fakes.nova import NovaSimulator
-from tests.functional.engine.conftest import (
+from tests.support.engine import (
     HOST_DOWN,
     add_host,
     add_segment,

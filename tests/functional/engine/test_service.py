@@ -13,7 +13,7 @@ import time
 import sqlalchemy as sa
 
 from masakari.db.models import InstanceLock, NotificationClaim, RecoveryTask
-from tests.functional.engine.conftest import (
+from tests.support.engine import (
     HOST_DOWN,
     add_host,
     add_segment,

@@ -11,7 +11,7 @@ import pytest
 from masakari.compute import retry
 from masakari.compute.nova import NovaClient
 from tests.fakes.nova import NovaSimulator
-from tests.functional.engine.conftest import (
+from tests.support.engine import (
     add_host,
     add_segment,
     make_conf,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime
 
-from tests.functional.api.support import (
+from tests.support.deployment import (
     HOST_DOWN,
     Deployment,
     engine,

@@ -1,29 +1,15 @@
-"""Fixtures of the host fencing tests: fake BMCs (IPMI, Redfish) on loopback, and Debian's
-fence agents, which a test skips without unless CI requires them (--require-servers)."""
+"""Fixtures of the host fencing tests: fake BMCs (IPMI, Redfish) on loopback (their
+credentials, driver specs and the fence agents' skip: tests/support/fencing.py)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 
 import pytest
 
-from masakari.fencing import base
-from tests.support.ipmi_bmc import FakeBMC
-from tests.support.redfish_bmc import RedfishBMC
-
-USER = "admin"
-PASSWORD = "s3cret-bmc-pw"
-
-
-def require_file(request: pytest.FixtureRequest, path: str, package: str) -> str:
-    """``path`` when it exists; otherwise skip, or fail where CI installs ``package``."""
-    if os.access(path, os.X_OK):
-        return path
-    reason = f"{path} missing (Debian package {package})"
-    if request.config.getoption("--require-servers"):
-        pytest.fail(reason)
-    pytest.skip(reason)
+from tests.fakes.ipmi_bmc import FakeBMC
+from tests.fakes.redfish_bmc import RedfishBMC
+from tests.support.fencing import PASSWORD, USER
 
 
 @pytest.fixture
@@ -43,18 +29,6 @@ def fake_bmc() -> Iterator[Callable[..., FakeBMC]]:
         bmc.close()
 
 
-def ipmi_spec(bmc: FakeBMC, timeout: float = 15.0, **overrides: object) -> base.DriverSpec:
-    fields: dict[str, object] = {
-        "address": bmc.address,
-        "port": bmc.port,
-        "username": USER,
-        "password": PASSWORD,
-        "timeout": timeout,
-    }
-    fields.update(overrides)
-    return base.DriverSpec(base.IPMI, **fields)  # type: ignore[arg-type]
-
-
 @pytest.fixture(scope="module")
 def redfish_server() -> Iterator[RedfishBMC]:
     """One Redfish emulator (http) for a module's tests; ``redfish_bmc`` resets it."""
@@ -67,16 +41,3 @@ def redfish_bmc(redfish_server: RedfishBMC) -> RedfishBMC:
     """The module's Redfish emulator, as started: one system, on, no knob, an empty log."""
     redfish_server.reset()
     return redfish_server
-
-
-def redfish_spec(bmc: RedfishBMC, timeout: float = 15.0, **overrides: object) -> base.DriverSpec:
-    fields: dict[str, object] = {
-        "address": bmc.url,
-        "username": USER,
-        "password": PASSWORD,
-        "timeout": timeout,
-    }
-    if bmc.ca_file:
-        fields["options"] = {"verify": bmc.ca_file}
-    fields.update(overrides)
-    return base.DriverSpec(base.REDFISH, **fields)  # type: ignore[arg-type]

@@ -14,8 +14,8 @@ import pytest
 
 from masakari.fencing import base, drivers
 from masakari.fencing.agent import AgentDriver
-from tests.functional.fencing.conftest import PASSWORD, USER, require_file
-from tests.support.redfish_bmc import RedfishBMC
+from tests.fakes.redfish_bmc import RedfishBMC
+from tests.support.fencing import PASSWORD, USER, require_file
 
 DEAD_TIMEOUT = 2
 WELL_WITHIN = 10

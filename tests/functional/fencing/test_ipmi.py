@@ -10,8 +10,8 @@ import pytest
 
 from masakari.fencing import base, drivers
 from masakari.fencing.ipmi import IPMIDriver
-from tests.functional.fencing.conftest import PASSWORD, ipmi_spec
-from tests.support.ipmi_bmc import FakeBMC
+from tests.fakes.ipmi_bmc import FakeBMC
+from tests.support.fencing import PASSWORD, ipmi_spec
 
 # pyghmi alone needs 20-30 s to give up on a dead BMC; the driver answers at its timeout.
 DEAD_TIMEOUT = 1.5

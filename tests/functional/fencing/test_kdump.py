@@ -13,8 +13,8 @@ import pytest
 
 from masakari.fencing import base, drivers, kdump
 from masakari.fencing.kdump import KdumpListener, MemoryCrashProof
-from tests.functional.fencing.conftest import require_file
-from tests.support.kdump_sender import FENCE_KDUMP_SEND, fence_kdump_send, send_kdump
+from tests.fakes.kdump_sender import FENCE_KDUMP_SEND, fence_kdump_send, send_kdump
+from tests.support.fencing import require_file
 
 WELL_WITHIN = 10
 START = datetime.datetime(2026, 1, 1)

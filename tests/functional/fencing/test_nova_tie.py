@@ -8,7 +8,7 @@ import time
 from masakari.fencing.ipmi import IPMIDriver
 from masakari.fencing.redfish import RedfishDriver
 from tests.fakes.nova import FakeClock, NovaSimulator
-from tests.functional.fencing.conftest import ipmi_spec, redfish_spec
+from tests.support.fencing import ipmi_spec, redfish_spec
 
 WELL_WITHIN = 10
 

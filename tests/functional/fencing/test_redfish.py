@@ -9,8 +9,8 @@ import pytest
 
 from masakari.fencing import base, drivers
 from masakari.fencing.redfish import RedfishDriver, base_url
-from tests.functional.fencing.conftest import PASSWORD, USER, redfish_spec
-from tests.support.redfish_bmc import RedfishBMC
+from tests.fakes.redfish_bmc import RedfishBMC
+from tests.support.fencing import PASSWORD, USER, redfish_spec
 
 DEAD_TIMEOUT = 1.5
 WELL_WITHIN = 10

@@ -12,7 +12,7 @@ from oslo_config import cfg
 
 from masakari import conf as masakari_conf
 from masakari.metrics import serve
-from tests.functional.observability.test_scrape import free_port
+from tests.support.ports import free_port
 
 
 def _conf() -> cfg.ConfigOpts:

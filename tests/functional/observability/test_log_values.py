@@ -10,7 +10,7 @@ from oslo_config import cfg
 
 from masakari import conf as masakari_conf
 from masakari import logvalues
-from tests.functional.api.support import (
+from tests.support.deployment import (
     Deployment,
     engine,
     report,

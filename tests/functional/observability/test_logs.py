@@ -9,7 +9,7 @@ import pytest
 
 from masakari.engine import logtag
 from tests.fakes import nova as fake_nova
-from tests.functional.api.support import Deployment, host_down, report, segment_with_host, settle
+from tests.support.deployment import Deployment, host_down, report, segment_with_host, settle
 
 FAST = {
     "wait_period_after_service_update": "0",

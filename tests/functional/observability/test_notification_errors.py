@@ -9,7 +9,8 @@ import warnings
 
 import pytest
 
-from tests.functional.api.support import (
+from tests.functional.observability.test_timeline import FAST
+from tests.support.deployment import (
     Deployment,
     host_body,
     host_down,
@@ -18,7 +19,6 @@ from tests.functional.api.support import (
     segment_with_host,
     settle,
 )
-from tests.functional.observability.test_timeline import FAST
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")

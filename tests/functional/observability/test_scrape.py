@@ -11,7 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from masakari import exception
 from masakari.metrics import collect, serve
-from tests.functional.api.support import (
+from tests.support.deployment import (
     MEMBER,
     Deployment,
     host_down,
@@ -19,7 +19,7 @@ from tests.functional.api.support import (
     segment_with_host,
     until_settled,
 )
-from tests.functional.api.support import engine as engine_running
+from tests.support.deployment import engine as engine_running
 
 FAST = {
     "wait_period_after_service_update": "0",
@@ -95,6 +95,7 @@ def test_metrics_move_with_a_host_recovery(monkeypatch: pytest.MonkeyPatch) -> N
             api_after = scrape_api(dep)
         finally:
             server.shutdown()
+            server.server_close()
 
         # The API counted both reports, by type and answer.
         received = "masakari_notifications_received_total"

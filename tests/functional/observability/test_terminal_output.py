@@ -4,7 +4,7 @@ neither clears the screen, retitles the window, writes the clipboard nor forges 
 from __future__ import annotations
 
 from masakari.cmd import manage
-from tests.functional.api.support import Deployment, host_down, report, segment_with_host, settle
+from tests.support.deployment import Deployment, host_down, report, segment_with_host, settle
 
 FAST = {
     "wait_period_after_service_update": "0",

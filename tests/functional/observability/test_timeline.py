@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from masakari.cmd import manage
-from tests.functional.api.support import Deployment, host_down, report, segment_with_host, settle
+from tests.support.deployment import Deployment, host_down, report, segment_with_host, settle
 
 FAST = {
     "wait_period_after_service_update": "0",

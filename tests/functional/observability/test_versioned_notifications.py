@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.functional.api.support import (
+from tests.support.deployment import (
     Deployment,
     host_body,
     host_down,

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.functional.server.support import APIProcess
+from tests.support.api_process import APIProcess
 
 # The connection tests open 600 sockets in this process, and the server inherits the limit.
 OPEN_FILES = 4096

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tests.functional.server.support import STRICT, APIProcess, request
+from tests.support.api_process import STRICT, APIProcess, request
 
 IDLE = 500
 HALF_SENT = 100

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from masakari.server import settings
-from tests.functional.server.support import STRICT, APIProcess, exchange, request, responses
+from tests.support.api_process import STRICT, APIProcess, exchange, request, responses
 
 SMUGGLED = b"GET /v1/segments?smuggled=1 HTTP/1.1\r\nHost: x\r\n\r\n"
 

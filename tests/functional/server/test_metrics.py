@@ -9,7 +9,8 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.functional.server.support import APIProcess, free_port, request
+from tests.support.api_process import APIProcess, request
+from tests.support.ports import free_port
 
 REPORTS = 24
 

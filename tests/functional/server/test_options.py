@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 from masakari.server import settings
-from tests.functional.server.support import STRICT, APIProcess
+from tests.support.api_process import STRICT, APIProcess
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.db import backends
-from tests.functional.server.support import APIProcess, request
+from tests.support.api_process import APIProcess, request
 from tests.support.tcpproxy import TCPProxy
 
 

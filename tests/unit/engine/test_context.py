@@ -10,7 +10,7 @@ from masakari import exception
 from masakari.engine.context import Cancelled, PollTimeout, nova_message
 from masakari.engine.payloads import InstancePayload
 from masakari.engine.recovery.instance import is_handled_event
-from tests.unit.engine.conftest import idle_run
+from tests.support.runs import idle_run
 
 
 def test_poll_probes_first_then_checks_the_timeout(clock):

@@ -9,7 +9,7 @@ from masakari import exception
 from masakari.engine.context import Cancelled
 from masakari.engine.lease import LeaseLost
 from masakari.engine.recovery.flow import required, run_flow, task, task_name
-from tests.unit.engine.conftest import idle_run
+from tests.support.runs import idle_run
 
 
 def reporting(name: str):

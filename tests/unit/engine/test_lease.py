@@ -7,7 +7,7 @@ import pytest
 from masakari.engine.context import Cancelled, PollTimeout
 from masakari.engine.lease import Lease, LeaseLost
 from tests.support.clock import FakeClock
-from tests.unit.engine.conftest import idle_run
+from tests.support.runs import idle_run
 
 
 def _lease(clock: FakeClock, term: float = 10.0, started: float | None = None) -> Lease:

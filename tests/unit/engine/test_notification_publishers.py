@@ -16,7 +16,7 @@ import pytest
 from masakari import notifier
 from masakari.engine import host_notices, runner
 from masakari.engine.workers import Work
-from tests.unit.engine.conftest import make_conf
+from tests.support.runs import make_conf
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")

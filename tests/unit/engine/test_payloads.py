@@ -9,19 +9,7 @@ import pytest
 
 from masakari.engine.payloads import HostPayload, InstancePayload, ProcessPayload
 from masakari.engine.recovery.instance import is_handled_event
-
-UNREADABLE = [
-    None,
-    "",
-    "{",
-    "not json",
-    "[1, 2]",
-    '["event", "STOPPED"]',
-    "42",
-    '"STOPPED"',
-    "null",
-    "true",
-]
+from tests.support.payloads import UNREADABLE
 
 
 def test_host_payload():

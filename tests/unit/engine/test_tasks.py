@@ -7,7 +7,7 @@ import pytest
 from masakari import exception
 from masakari.engine import tasks
 from masakari.engine.recovery.flow import task_name
-from tests.unit.engine.conftest import make_conf
+from tests.support.runs import make_conf
 
 REFERENCE_NAMES = {
     "disable_compute_service_task": "DisableComputeServiceTask",

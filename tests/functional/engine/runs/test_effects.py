@@ -19,8 +19,8 @@ from masakari.db.instances import Plan
 from masakari.db.models import Base, Host, Notification, NotificationClaim, RecoveryTask
 from masakari.engine.effects import TaskNote
 from masakari.engine.lease import LeaseLost
-from tests.functional.engine.runs.conftest import make_run, task_rows
 from tests.support import rows
+from tests.support.runs import make_run, task_rows
 
 NOW = datetime.datetime(2026, 1, 1)
 # Nova's service ids are uuids: PUT /os-services/{id} answers 400 to any other.

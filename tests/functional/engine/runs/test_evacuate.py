@@ -18,8 +18,8 @@ from masakari.engine.lease import LeaseLost
 from masakari.engine.recovery import evacuate, moves
 from masakari.engine.recovery.flow import Flow, Store
 from masakari.engine.recovery.prepare import prepare_ha_enabled_instances
-from tests.functional.engine.runs.conftest import make_run, task_rows
 from tests.support import rows
+from tests.support.runs import make_run, task_rows
 
 
 def _move(db, run, sid, source="compute-1"):

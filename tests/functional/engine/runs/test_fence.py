@@ -27,8 +27,8 @@ from masakari.engine.recovery.flow import Store, TaskContext
 from masakari.fencing import drivers
 from masakari.fencing.base import DriverSpec, FenceError, PowerState, Refused, Unreachable
 from tests.fakes.nova import NovaSimulator
-from tests.functional.engine.runs.conftest import make_run, task_rows
 from tests.support import rows
+from tests.support.runs import make_run, task_rows
 
 HOST = "compute-1"
 FENCED = FencedHost(HOST, "seg")

@@ -17,7 +17,7 @@ from masakari.engine.recovery.flow import (
     run_flow,
     task,
 )
-from tests.functional.engine.runs.conftest import make_run, task_rows
+from tests.support.runs import make_run, task_rows
 
 
 def reporting(name: str, fail_with: Exception | None = None, log: list | None = None):

@@ -11,7 +11,7 @@ from masakari.engine.context import PollTimeout
 from masakari.engine.progress import FlowProgress
 from masakari.engine.recovery import host, instance, prepare, process
 from masakari.engine.recovery.flow import Store, TaskContext
-from tests.functional.engine.runs.conftest import make_run
+from tests.support.runs import make_run
 
 
 class Recorder:

@@ -9,9 +9,9 @@ from masakari import conf as masakari_conf
 from masakari.db import statuses
 from masakari.engine.recovery import host, instance, process
 from masakari.engine.tasks import load_flows
-from tests.functional.engine.runs.conftest import make_run
 from tests.support import rows
-from tests.unit.engine.test_payloads import UNREADABLE
+from tests.support.payloads import UNREADABLE
+from tests.support.runs import make_run
 
 
 @pytest.fixture

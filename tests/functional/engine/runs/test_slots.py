@@ -16,8 +16,8 @@ from masakari.db.models import EvacuationSlot, VMove
 from masakari.engine import slots as slots_module
 from masakari.engine.context import RunContext
 from masakari.engine.slots import EvacuationSlots, Slot
-from tests.functional.engine.runs.conftest import make_run
 from tests.support.clock import FakeClock
+from tests.support.runs import make_run
 
 FOREVER = datetime.datetime(2100, 1, 1)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.client
 import io
+import json
 import os
 import signal
 import socket
@@ -11,20 +12,16 @@ import ssl
 import subprocess
 import sys
 import time
+from typing import Any
 
 from masakari.server import settings
+from tests.support.ports import free_port
 
 BINDIR = os.path.dirname(sys.executable)
 
 # The installed gunicorn answers malformed framing with a 400 and serves pipelined requests
 # (the `server` extra); the upper-constraints' gunicorn does neither (docs/deployment.md).
 STRICT = settings.strict_http()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class APIProcess:
@@ -59,12 +56,14 @@ class APIProcess:
             )
         if sync_url is not None or db_url.startswith("sqlite"):
             self._sync(directory, sync_url or db_url)
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "masakari.cmd.api", "--config-file", self.conf],
-            stdout=subprocess.DEVNULL,
-            stderr=open(os.path.join(directory, "stderr.log"), "wb"),
-            start_new_session=True,
-        )
+        # The child has its own copy of the log's descriptor: ours is closed once it started.
+        with open(os.path.join(directory, "stderr.log"), "wb") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "masakari.cmd.api", "--config-file", self.conf],
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+                start_new_session=True,
+            )
         try:
             self._wait()
         except BaseException:
@@ -131,6 +130,20 @@ def request(
         conn.request(method, path, headers=headers or {})
         response = conn.getresponse()
         return response.status, dict(response.getheaders()), response.read()
+    finally:
+        conn.close()
+
+
+def call(port: int, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+    """A JSON request as a noauth2 user (u, project p): the status and the decoded body."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    try:
+        data = None if body is None else json.dumps(body).encode()
+        headers = {"Content-Type": "application/json", "X-User-Id": "u", "X-Project-Id": "p"}
+        conn.request(method, path, body=data, headers=headers)
+        resp = conn.getresponse()
+        text = resp.read().decode()
+        return resp.status, json.loads(text) if text else None
     finally:
         conn.close()
 

@@ -6,6 +6,8 @@ a failure reported through it and recovered by an engine::
         seg = segment_with_host(dep, "compute-1")
         nid = report(dep)                       # a monitor's host failure, 202
         engine = settle(dep, nid)               # an engine ran until it ended; stopped
+
+and rows made through it (``Objects``).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import json
 import os
 import tempfile
 import time
+import uuid
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -26,6 +29,7 @@ from masakari import conf as masakari_conf
 from masakari.api import app as api_app
 from masakari.db import migration
 from masakari.db.database import Database
+from masakari.db.models import VMove
 from masakari.engine.service import EngineService
 from tests.fakes import nova as fake_nova
 from tests.fakes.nova import NovaSimulator
@@ -201,3 +205,48 @@ def settle(dep: Deployment, nid: str, timeout: float = 30.0) -> EngineService:
     with engine(dep) as service:
         until_settled(dep, nid, timeout)
     return service
+
+
+class Objects:
+    """Creates rows through the API as admin, with unique names."""
+
+    def __init__(self, d: Deployment) -> None:
+        self.d = d
+        self.hosts = iter(range(10_000))
+
+    def segment(self, **fields: Any) -> str:
+        name = fields.pop("name", f"seg-{uuid.uuid4().hex[:8]}")
+        r = self.d.request("POST", "/v1/segments", segment_body(name, **fields), version="1.2")
+        assert r.status_int == 201, r.text
+        return str(r.json["segment"]["uuid"])
+
+    def host(self, segment: str, name: str | None = None, **fields: Any) -> str:
+        name = name or "compute-1"
+        r = self.d.request("POST", f"/v1/segments/{segment}/hosts", host_body(name, **fields))
+        assert r.status_int == 201, r.text
+        return str(r.json["host"]["uuid"])
+
+    def notification(self, hostname: str, type_: str = "PROCESS", **payload: str) -> str:
+        body = notification_body(hostname, **payload)
+        body["notification"]["type"] = type_
+        body["notification"]["generated_time"] = (
+            datetime.datetime(2026, 1, 1) + datetime.timedelta(hours=next(self.hosts))
+        ).isoformat()
+        r = self.d.request("POST", "/v1/notifications", body)
+        assert r.status_int == 202, r.text
+        return str(r.json["notification"]["notification_uuid"])
+
+    def vmove(self, notification_uuid: str, **fields: Any) -> str:
+        row = VMove(
+            uuid=str(uuid.uuid4()),
+            notification_uuid=notification_uuid,
+            instance_uuid=str(uuid.uuid4()),
+            instance_name=fields.pop("instance_name", "vm"),
+            source_host="compute-1",
+            type="evacuation",
+            status=fields.pop("status", "pending"),
+            **fields,
+        )
+        with self.d.db.writer() as session:
+            session.add(row)
+        return row.uuid

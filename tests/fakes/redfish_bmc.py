@@ -114,14 +114,16 @@ class RedfishBMC:
             self.ca_file = str(cert)
             serve.update(cert=str(cert), key=str(key))
         (self._dir / "serve.json").write_text(json.dumps(serve))
-        self._proc = subprocess.Popen(
-            [sys.executable, "-m", __name__, str(self._dir / "serve.json")],
-            cwd=REPO,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=open(self._dir / "emulator.log", "wb"),  # noqa: SIM115 - the child owns it
-            text=True,
-        )
+        # The child has its own copy of the log's descriptor: ours is closed once it started.
+        with open(self._dir / "emulator.log", "wb") as log:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-m", __name__, str(self._dir / "serve.json")],
+                cwd=REPO,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                text=True,
+            )
         self.port = self._read_port()
         self.url = f"{'https' if https else 'http'}://127.0.0.1:{self.port}"
         self._session = requests.Session()

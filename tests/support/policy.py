@@ -1,0 +1,24 @@
+"""The policy tests' facts: a member's credentials, the rules the reference does not have, and
+an entry point as installed."""
+
+from __future__ import annotations
+
+from importlib import metadata
+from typing import Any
+
+from masakari.policies import hosts, notifications, segments
+
+MEMBER = {"user_id": "u-member", "project_id": "p-member", "roles": ["member", "reader"]}
+
+
+def entry_point(group: str, name: str) -> Any:
+    return {ep.name: ep for ep in metadata.entry_points(group=group)}[name].load()
+
+
+# Rules the reference does not have: the held-notification action of microversion 1.4.
+PROJECT_ONLY = {
+    notifications.RELEASE,
+    notifications.CANCEL,
+    hosts.RECOVERY_PLAN,
+    segments.READINESS,
+}
