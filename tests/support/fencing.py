@@ -48,3 +48,19 @@ def redfish_spec(bmc: RedfishBMC, timeout: float = 15.0, **overrides: object) ->
         fields["options"] = {"verify": bmc.ca_file}
     fields.update(overrides)
     return base.DriverSpec(base.REDFISH, **fields)  # type: ignore[arg-type]
+
+
+# A driver of an address nothing answers at (TEST-NET-1), for runs whose BMC is scripted.
+IPMI = base.DriverSpec("ipmi", address="192.0.2.1", port=623, username="admin", password="s3cret")
+
+
+class Plan:
+    """A fencing plan of fixed driver lists per host name."""
+
+    def __init__(self, specs: dict[str, list[base.DriverSpec]]) -> None:
+        self.specs = specs
+
+    def drivers_for(
+        self, host_name: str, segment_name: str | None = None, segment_uuid: str | None = None
+    ) -> list[base.DriverSpec] | None:
+        return self.specs.get(host_name)

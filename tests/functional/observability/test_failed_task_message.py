@@ -12,8 +12,8 @@ import pytest
 from masakari.cmd import manage
 from masakari.db import progress
 from masakari.ha import failed_task
-from tests.functional.observability.test_timeline import FAST, recover
 from tests.support.deployment import Deployment
+from tests.support.recoveries import FAST, recover
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,6 @@ import warnings
 
 import pytest
 
-from tests.functional.observability.test_timeline import FAST
 from tests.support.deployment import (
     Deployment,
     host_body,
@@ -19,6 +18,7 @@ from tests.support.deployment import (
     segment_with_host,
     settle,
 )
+from tests.support.recoveries import FAST
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")

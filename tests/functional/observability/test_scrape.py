@@ -3,7 +3,6 @@ against the Nova simulator: each one moved as the recovery says it should."""
 
 from __future__ import annotations
 
-import socket
 import urllib.request
 
 import pytest
@@ -20,6 +19,7 @@ from tests.support.deployment import (
     until_settled,
 )
 from tests.support.deployment import engine as engine_running
+from tests.support.ports import free_port
 
 FAST = {
     "wait_period_after_service_update": "0",
@@ -46,12 +46,6 @@ def value(samples: Samples, name: str, **labels: str) -> float:
 
 def delta(before: Samples, after: Samples, name: str, **labels: str) -> float:
     return value(after, name, **labels) - value(before, name, **labels)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def scrape_api(dep: Deployment) -> Samples:

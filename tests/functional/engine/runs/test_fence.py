@@ -28,11 +28,11 @@ from masakari.fencing import drivers
 from masakari.fencing.base import DriverSpec, FenceError, PowerState, Refused, Unreachable
 from tests.fakes.nova import NovaSimulator
 from tests.support import rows
+from tests.support.fencing import IPMI, Plan
 from tests.support.runs import make_run, task_rows
 
 HOST = "compute-1"
 FENCED = FencedHost(HOST, "seg")
-IPMI = DriverSpec("ipmi", address="192.0.2.1", port=623, username="admin", password="s3cret")
 REDFISH = DriverSpec("redfish", address="https://192.0.2.2", password="s3cret")
 KDUMP = DriverSpec("kdump", address="192.0.2.10", options={"wait": "3"})
 
@@ -61,16 +61,6 @@ class ScriptedBMC:
 
     def power_on(self) -> None:
         self.calls.append("on")
-
-
-class Plan:
-    def __init__(self, specs: dict[str, list[DriverSpec]]) -> None:
-        self.specs = specs
-
-    def drivers_for(
-        self, host_name: str, segment_name: str | None = None, segment_uuid: str | None = None
-    ) -> list[DriverSpec] | None:
-        return self.specs.get(host_name)
 
 
 @pytest.fixture(autouse=True)

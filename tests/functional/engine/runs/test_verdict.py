@@ -15,9 +15,9 @@ from masakari.engine import verdict
 from masakari.engine.errors import Held
 from masakari.engine.fencing import HostFencing
 from masakari.engine.payloads import HostPayload
-from tests.functional.engine.runs.test_fence import IPMI, Plan
 from tests.support import rows
 from tests.support.clock import EPOCH
+from tests.support.fencing import IPMI, Plan
 from tests.support.runs import make_run
 
 # --- judge(): the signals read, the verdict kept, the hold written ---------------------------
