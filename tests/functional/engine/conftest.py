@@ -3,18 +3,22 @@ options and engines (the helpers are in tests/support/engine.py), the storms' de
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 from oslo_config import cfg
 
+from masakari.compute.nova import NovaClient
 from masakari.db.database import Database
+from masakari.engine.fencing import HostFencing
 from masakari.engine.service import EngineService
 from tests.db import backends
+from tests.fakes.ipmi_bmc import FakeBMC
 from tests.fakes.nova import NovaSimulator
 from tests.support.deployment import Deployment
 from tests.support.engine import make_conf
+from tests.support.fencing_drills import FENCING, PASSWORD, USER
 from tests.support.sqlite import migrated_sqlite
 from tests.support.storms import FAST, Cloud
 
@@ -80,3 +84,49 @@ def make_cloud() -> Iterator[Any]:
         if cloud.engine is not None:
             cloud.engine.stop(grace=2)
         cloud.dep.close()
+
+
+@pytest.fixture
+def bmcs() -> Iterator[Callable[..., FakeBMC]]:
+    made: list[FakeBMC] = []
+
+    def make(**knobs: Any) -> FakeBMC:
+        bmc = FakeBMC(USER, PASSWORD)
+        for name, value in knobs.items():
+            setattr(bmc, name, value)
+        made.append(bmc)
+        return bmc
+
+    yield make
+    for bmc in made:
+        bmc.close()
+
+
+@pytest.fixture
+def engines(server_db: Database, sim: NovaSimulator) -> Iterator[Callable[..., EngineService]]:
+    """In-process engines on the server database, each calling Nova as its own user."""
+    started: list[EngineService] = []
+    db = Database.from_url(server_db.engine.url.render_as_string(hide_password=False))
+    # Once, before any engine connects: the session limits masakari-engine sets.
+    db.limit_sessions(idle_in_transaction=make_conf(sim).engine_claim_margin, lock_wait=5)
+
+    def start(user: str, config_file: str, **overrides: Any) -> EngineService:
+        conf = make_conf(
+            sim,
+            os_privileged_user_name=user,
+            host=user,
+            wait_period_after_evacuation=30,
+            **{"fencing.config_file": config_file, **FENCING, **overrides},
+        )
+        nova = NovaClient(sim.session(username=user), timeout=5)
+        service = EngineService(
+            conf, db, nova, sweep_interval=0.3, fencing=HostFencing.from_conf(conf)
+        )
+        service.start()
+        started.append(service)
+        return service
+
+    yield start
+    for service in started:
+        service.stop()
+    db.dispose()

@@ -17,14 +17,14 @@ import pytest
 from masakari.db.database import Database
 from tests.fakes.ipmi_bmc import FakeBMC
 from tests.fakes.nova import NovaSimulator
-from tests.functional.engine.test_fencing_drills import (  # noqa: F401 - fixtures
+from tests.support.engine import HOST_DOWN, add_segment, notify, wait_status
+from tests.support.fencing import require_file
+from tests.support.fencing_drills import (
     LIVE_TIMEOUT,
     PASSWORD,
     USER,
     assert_evacuated_once,
     attempts,
-    bmcs,
-    engines,
     evacuations,
     failed_host,
     fencing_file,
@@ -32,8 +32,6 @@ from tests.functional.engine.test_fencing_drills import (  # noqa: F401 - fixtur
     mutations,
     sent,
 )
-from tests.support.engine import HOST_DOWN, add_segment, notify, wait_status
-from tests.support.fencing import require_file
 
 
 def agent_entry(bmc: FakeBMC) -> dict[str, Any]:
