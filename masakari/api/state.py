@@ -73,5 +73,5 @@ def make_state(
         notifier=Notifier(conf, "masakari-api"),
         intake_rules=intake.Rules.from_conf(conf),
         nova=nova,
-        placement=placement or LazyPlacement(functools.partial(clients.placement)),
+        placement=placement or LazyPlacement(clients.placement),
     )
