@@ -124,6 +124,8 @@ def test_api_and_engine_start_with_it(tmp_path) -> None:
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=30)
+        if proc.stdout is not None:
+            proc.stdout.close()  # unclosed, it is an error under warnings-as-errors
 
 
 @pytest.mark.timeout(420)
