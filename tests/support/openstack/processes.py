@@ -110,6 +110,12 @@ def pid(layout: Layout, name: str) -> int | None:
     return number
 
 
+# The services this process started, kept referenced: a service outlives the call that
+# starts it (its pid file is what the harness reads), and a Popen collected while its child
+# runs is a ResourceWarning, an error under the suite's warnings-as-errors.
+_CHILDREN: list[subprocess.Popen[bytes]] = []
+
+
 def start(layout: Layout, name: str) -> int:
     """Start ``name`` (a no-op when it runs); its pid."""
     running = pid(layout, name)
@@ -131,6 +137,7 @@ def start(layout: Layout, name: str) -> int:
             env=env,
             start_new_session=True,
         )
+    _CHILDREN.append(proc)
     _pid_file(layout, name).write_text(str(proc.pid))
     return proc.pid
 
