@@ -14,7 +14,7 @@ leaves what it did for the engine that takes the notification over. Nova reads
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from sqlalchemy import orm
@@ -80,26 +80,22 @@ class Effects:
         """Nova reads: refused too once the lease is over."""
         return self.nova.reads
 
-    def _write(self, fn: Callable[[orm.Session], T]) -> T:
-        return self.seam.write(fn)
-
-    def _read(self, fn: Callable[[orm.Session], T]) -> T:
-        return self.seam.read(fn)
-
     # --- reads -------------------------------------------------------------------------------
 
     def vmoves(
         self, statuses: Sequence[str] | None = None, ids: Sequence[int] | None = None
     ) -> list[VMoveData]:
-        return self._read(
+        return self.seam.read(
             lambda s: vmoves.of_notification(s, self.notification_uuid, statuses, ids)
         )
 
     def locked_instances(self) -> list[str]:
-        return self._read(lambda s: instances.locked(s, self.notification_uuid))
+        return self.seam.read(lambda s: instances.locked(s, self.notification_uuid))
 
     def plan(self, instance_uuid: str) -> Plan | None:
-        return self._read(lambda s: instances.get_plan(s, self.notification_uuid, instance_uuid))
+        return self.seam.read(
+            lambda s: instances.get_plan(s, self.notification_uuid, instance_uuid)
+        )
 
     def last_attempt_end(self) -> datetime.datetime | None:
         """When the earlier attempts last wrote: their failure reason or a progress row, each
@@ -114,7 +110,7 @@ class Effects:
             ]
             return max((t for t in written if t is not None), default=None)
 
-        return self._read(last)
+        return self.seam.read(last)
 
     # --- database changes ------------------------------------------------------------------------
 
@@ -158,10 +154,10 @@ class Effects:
                 )
             return created
 
-        return self._write(record)
+        return self.seam.write(record)
 
     def update_vmove(self, vmove_id: int, **values: Any) -> None:
-        self._write(lambda session: vmoves.update(session, vmove_id, values))
+        self.seam.write(lambda session: vmoves.update(session, vmove_id, values))
         if "status" in values:
             metrics.vmove_written(values["status"])
 
@@ -173,10 +169,10 @@ class Effects:
             found = instances.get_plan(session, self.notification_uuid, instance_uuid)
             return found or plan
 
-        return self._write(put)
+        return self.seam.write(put)
 
     def next_attempt(self) -> int:
-        return self._write(lambda s: progress.next_attempt(s, self.notification_uuid))
+        return self.seam.write(lambda s: progress.next_attempt(s, self.notification_uuid))
 
     def record_task(
         self,
@@ -188,11 +184,11 @@ class Effects:
         detail: dict[str, str] | None,
     ) -> None:
         note = TaskNote(attempt, position, name, state, task_progress, detail)
-        self._write(lambda s: self.seam.record_note(s, note))
+        self.seam.write(lambda s: self.seam.record_note(s, note))
 
     def record_failure(self, reason: str) -> None:
         """Keep why this attempt failed: the notification's failure_reason (API 1.4)."""
-        self._write(lambda s: failures.record(s, self.notification_uuid, reason))
+        self.seam.write(lambda s: failures.record(s, self.notification_uuid, reason))
 
     def finish(self, status: str, message: str | None) -> bool:
         """Write the outcome and drop the claim; False when the claim is no longer ours.
