@@ -32,7 +32,10 @@ IPMI = "ipmi"
 REDFISH = "redfish"
 AGENT = "agent"
 KDUMP = "kdump"
-TYPES = (IPMI, REDFISH, AGENT, KDUMP)
+# The host's shared-disk lease (masakari.fencing.lease): a veto while it renews, a proof once
+# it expired; no power driver either.
+LEASE = "lease"
+TYPES = (IPMI, REDFISH, AGENT, KDUMP, LEASE)
 
 
 class PowerState(enum.Enum):
