@@ -46,7 +46,9 @@ def allocate(device: str, host: str) -> int:
     for index in range(lease.slot_count(device)):
         try:
             if lease.read_slot(device, index) is None:
-                lease.write_slot(device, index, lease.Slot(host, 0, lease.RELEASED, written_ns=time.time_ns()))
+                lease.write_slot(
+                    device, index, lease.Slot(host, 0, lease.RELEASED, written_ns=time.time_ns())
+                )
                 return index
         except lease.BadSlot:
             continue

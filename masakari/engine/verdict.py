@@ -23,8 +23,9 @@ rather than evacuate unproven (every engine needs the same [fencing] and [verdic
 A power reading On recorded by an earlier fence attempt of the same notification vetoes any
 rule (the verdict reads no BMC itself), and so does a renewal of the host's shared-disk
 lease seen while the verdict looks (each look reads the slot once: an expiry seen so is a
-proof, recorded for the fence step; masakari.engine.host_lease). Until ``[verdict] wait`` seconds have passed the
-engine waits for the signals the rule lacks, then holds the notification with the reason
+proof, recorded for the fence step; masakari.engine.host_lease). Until ``[verdict] wait``
+seconds have passed the engine waits for the signals the rule lacks, then holds the
+notification with the reason
 (masakari.db.holds): an operator's release is the confirmation it lacked. A failure
 confirmed once stays confirmed (a retry or a takeover does not judge it again). The flow is
 told ``host_status`` NORMAL only when the host was proven off (a monitor's NORMAL report, a

@@ -211,7 +211,9 @@ def test_an_agent_without_watchdog_proves_nothing(db, nova, clock, agent) -> Non
     agent.running = False
     with pytest.raises(Held) as held:
         step(run, fencing_of([lease_entry(agent.path)]))
-    assert held.value.reason.endswith("its agent runs without a watchdog: its expiry proves nothing")
+    assert held.value.reason.endswith(
+        "its agent runs without a watchdog: its expiry proves nothing"
+    )
 
 
 # --- the verdict -----------------------------------------------------------------------------
