@@ -83,7 +83,7 @@ class HostLeases:
         for position, spec in self._specs.items():
             judgement = self._look(position)
             if judgement.word is Word.RENEWING:
-                return f"{spec.describe()}: {judgement.message}", None
+                return f"the host renews its lease ({spec.describe()}: {judgement.message})", None
             if judgement.word is Word.EXPIRED:
                 self._record(position, judgement)
                 return None, f"{spec.describe()}: lease expired: {judgement.message}"

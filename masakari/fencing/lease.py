@@ -391,7 +391,7 @@ class LeaseWatch:
             return self._end(
                 Word.RENEWING,
                 f"{where}: counter {first.counter} -> {slot.counter} within "
-                f"{started - self._since:.1f} s: the host renews its lease",
+                f"{started - self._since:.1f} s",
             )
         if slot.state == RELEASED:
             return self._end(

@@ -102,7 +102,7 @@ def test_a_counter_that_changes_is_a_renewing_host() -> None:
     device.slot = Slot(HOST, 42, lease.HELD, 1000, 5000, SLOT.written_ns)
     seen = watch.look()
     assert seen.word is Word.RENEWING
-    assert seen.message == "slot 2: counter 41 -> 42 within 0.9 s: the host renews its lease"
+    assert seen.message == "slot 2: counter 41 -> 42 within 0.9 s"
     device.now += 60
     assert watch.look() == seen, "a final word stays"
 
@@ -219,3 +219,22 @@ def test_an_entry_from_the_fencing_file() -> None:
 def test_an_entry_whose_expiry_would_not_cover_the_watchdog_is_refused(raw, why) -> None:
     problem = lease.entry_problem(raw)
     assert problem == why if why is None else why in (problem or "")
+
+
+def test_the_doctors_read_of_a_slot(tmp_path) -> None:
+    path = str(tmp_path / "lease")
+    with open(path, "wb") as f:
+        f.truncate(4 * lease.SLOT_SIZE)
+    options = {"interval": "1", "misses": "5", "watchdog_timeout": "5", "host": HOST}
+    spec = DriverSpec("lease", address=path, timeout=12.0, options=options)
+    assert lease.check(spec) == f"no slot of {HOST} in {path}"
+    lease.write_slot(path, 1, Slot(HOST, 0, lease.RELEASED))
+    assert lease.check(spec) == "slot 1: no agent renews it (released)"
+    lease.write_slot(path, 1, Slot(HOST, 9, lease.HELD, 1000, 0))
+    assert (
+        lease.check(spec) == "slot 1: its agent runs without a watchdog: its expiry proves nothing"
+    )
+    lease.write_slot(path, 1, SLOT)
+    assert lease.check(spec) is None
+    gone = DriverSpec("lease", address=str(tmp_path / "gone"), timeout=12.0, options=options)
+    assert lease.check(gone) == f"cannot read {tmp_path / 'gone'}: No such file or directory"
