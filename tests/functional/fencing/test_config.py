@@ -227,6 +227,8 @@ def test_the_sample_file_is_a_valid_fencing_file() -> None:
         "https://rack2-03-bmc.mgmt",
     ]
     assert fencing.drivers_for("rack2-17", "segment-az1") is None
+    _, edge = fencing.drivers_for("edge-4")
+    assert (edge.type, edge.timeout, edge.options["host"]) == ("lease", 22.0, "edge-4")
     (agent,) = fencing.drivers_for("compute-99", "segment-az1")
     assert agent.options == {"agent": "fence_ipmilan", "lanplus": "1", "power_timeout": "15"}
 
