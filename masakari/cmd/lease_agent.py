@@ -123,7 +123,8 @@ def run(
         else:
             if watchdog is not None:
                 watchdog.pet()
-        due += interval
+        # On schedule; after a write that took longer than an interval, from now (no burst).
+        due = max(due + interval, time.monotonic())
         stop.wait(max(due - time.monotonic(), 0.0))
     released = lease.Slot(
         host, counter + 1, lease.RELEASED, interval_ms, watchdog_ms, time.time_ns()
@@ -184,6 +185,9 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:
         LOG.error("%s: %s", exc.filename or args.device, exc.strerror or exc)
         return 1
+    except ValueError as exc:  # a host name that does not fit a slot
+        LOG.error("%s", exc)
+        return 2
 
 
 if __name__ == "__main__":

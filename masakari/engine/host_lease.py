@@ -41,13 +41,12 @@ class HostLeases:
         run: RunContext,
         host: str,
         specs: Sequence[DriverSpec],
-        watch: Callable[[Lease, Callable[[], float]], LeaseWatch] = LeaseWatch,
     ) -> None:
         self._run = run
         self._host = host
         self._specs = {i: spec for i, spec in enumerate(specs) if spec.type == LEASE}
         self._watches = {
-            i: watch(Lease.of(spec), run.clock.monotonic) for i, spec in self._specs.items()
+            i: LeaseWatch(Lease.of(spec), run.clock.monotonic) for i, spec in self._specs.items()
         }
         self._first_look: dict[int, tuple[float, datetime.datetime]] = {}
         self._recorded: set[tuple[int, Word]] = set()
@@ -104,6 +103,7 @@ class HostLeases:
             if judgement.word is Word.RENEWING:
                 self._renewing(position, judgement, hold)
             self._record(position, judgement)
+            note(f"{spec.describe()}: {judgement.message}", 0.2)
 
     def prove(
         self,
@@ -135,16 +135,18 @@ class HostLeases:
         hold(f"{holds.REASON_LEASE_RENEWED}{self._specs[position].describe()}: {judgement.message}")
 
     def _watch(self, position: int, enough: tuple[Word, ...] = ()) -> Judgement:
-        """Look until a final word, one of ``enough``, or the entry's timeout since the first
-        look."""
-        lease = self._watches[position].lease
-        step = min(max(lease.interval / 4, 0.05), 1.0)
+        """Look until a final word, one of ``enough``, or the entry's timeout (from the first
+        valid read; the last look comes at or after it, so a timeout equal to the expiry
+        can still see it)."""
+        watch = self._watches[position]
+        step = min(max(watch.lease.interval / 4, 0.05), 1.0)
         while True:
             self._run.check()
+            begun = watch.started
+            if begun is None:
+                begun = self._first_look.get(position, (self._run.clock.monotonic(),))[0]
+            out_of_time = self._run.clock.monotonic() - begun >= watch.lease.timeout
             judgement = self._look(position)
-            if judgement.word in FINAL or judgement.word in enough:
-                return judgement
-            first = self._first_look[position][0]
-            if self._run.clock.monotonic() - first >= lease.timeout:
+            if judgement.word in FINAL or judgement.word in enough or out_of_time:
                 return judgement
             self._run.sleep(step)

@@ -88,10 +88,10 @@ def agent(tmp_path: Path, clock: FakeClock) -> Agent:
     return renewing
 
 
-def lease_entry(path: str) -> DriverSpec:
+def lease_entry(path: str, timeout: float = 12.0) -> DriverSpec:
     """Renewals every second, 5 misses, watchdog 5 s: stalled after 5 s, expired after 10."""
     options = {"interval": "1", "misses": "5", "watchdog_timeout": "5", "host": HOST}
-    return DriverSpec("lease", address=path, timeout=12.0, options=options)
+    return DriverSpec("lease", address=path, timeout=timeout, options=options)
 
 
 def fencing_of(specs: list[DriverSpec], bmc: BMC | None = None) -> HostFencing:
@@ -142,6 +142,13 @@ def test_an_expired_lease_proves_the_host_dead_without_a_bmc(db, nova, clock, ag
     assert bmc.calls == []
     assert attempts(db, run.notification_uuid) == [(0, "lease", "expired")]
     assert 10.0 <= clock.monotonic() <= 10.5, "the expiry on masakari's clock, no more"
+
+
+def test_a_timeout_equal_to_the_expiry_still_sees_it(db, nova, clock, agent) -> None:
+    run = make_run(db, nova, clock)
+    agent.running = False
+    assert step(run, fencing_of([lease_entry(agent.path, timeout=10.0)])).host_fenced
+    assert attempts(db, run.notification_uuid) == [(0, "lease", "expired")]
 
 
 def test_a_stalled_lease_lets_the_bmc_try_then_proves_when_it_does_not_answer(
