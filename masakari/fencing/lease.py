@@ -187,7 +187,7 @@ def find_slot(path: str, host: str) -> int | None:
     """The index of ``host``'s slot (the first valid one with its name), or None."""
     with _opened(path) as fd:
         count = min(os.lseek(fd, 0, os.SEEK_END) // SLOT_SIZE, MAX_SLOTS)
-        data = _read(fd, 0, count * SLOT_SIZE)
+        data = _read(fd, 0, count * SLOT_SIZE) if count else b""
     for index in range(count):
         try:
             slot = Slot.unpack(data[index * SLOT_SIZE : (index + 1) * SLOT_SIZE])

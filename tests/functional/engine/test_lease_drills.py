@@ -128,7 +128,13 @@ def test_a_frozen_agent_that_renews_again_before_the_expiry_vetoes(
 
     agent.signal(signal.SIGSTOP)  # a hung host: no renewal, for now
     nid = notify(server_db, host, "COMPUTE_HOST", HOST_DOWN)
-    wait_for(lambda: fence_task(server_db, nid), 30, "the fence step watches the lease")
+    wait_for(
+        lambda: any(
+            m.startswith("Watching lease") for t in fence_task(server_db, nid) for m in t[2]
+        ),
+        30,
+        "the fence step watches the lease",
+    )
     time.sleep(STALLED + 0.5)  # past the stall, before the expiry
     agent.signal(signal.SIGCONT)
     reason = wait_for(lambda: held(server_db, nid), 30, "the notification is held")

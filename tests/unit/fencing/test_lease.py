@@ -65,6 +65,9 @@ def test_slots_on_a_file_found_by_name(tmp_path) -> None:
     assert lease.find_slot(path, "compute-9") is None
     assert lease.read_slot(path, 3) == SLOT and lease.read_slot(path, 4) is None
     assert lease.slot_count(path) == 8
+    empty = tmp_path / "empty"
+    empty.touch()
+    assert lease.find_slot(str(empty), HOST) is None
 
 
 # --- the judgement ---------------------------------------------------------------------------
