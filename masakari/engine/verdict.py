@@ -25,11 +25,11 @@ rule (the verdict reads no BMC itself), and so does a renewal of the host's shar
 lease seen while the verdict looks (each look reads the slot once: an expiry seen so is a
 proof, recorded for the fence step; masakari.engine.host_lease). Until ``[verdict] wait``
 seconds have passed the engine waits for the signals the rule lacks, then holds the
-notification with the reason
-(masakari.db.holds): an operator's release is the confirmation it lacked. A failure
-confirmed once stays confirmed (a retry or a takeover does not judge it again). The flow is
-told ``host_status`` NORMAL only when the host was proven off (a monitor's NORMAL report, a
-fence): only then may ``force_down_fenced_host`` skip Nova's own wait.
+notification with the reason (masakari.db.holds): an operator's release is the
+confirmation it lacked. A failure confirmed once stays confirmed (a retry or a takeover
+does not judge it again). The flow is told ``host_status`` NORMAL only when the host was
+proven off (a monitor's NORMAL report, a fence): only then may ``force_down_fenced_host``
+skip Nova's own wait.
 """
 
 from __future__ import annotations
