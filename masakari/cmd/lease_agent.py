@@ -99,16 +99,19 @@ def run(
     device: str,
     host: str,
     interval: float,
-    watchdog: Watchdog | None,
+    watchdog_path: str | None,
     watchdog_timeout: float,
     stop: threading.Event,
 ) -> int:
+    # The slot first: a misconfigured agent exits before it arms the watchdog (which would
+    # reset the host). Armed, the watchdog is fed by renewals alone, the first one included.
     index = lease.find_slot(device, host)
     if index is None:
         LOG.error("%s: no slot of %s: run 'masakari-lease-agent allocate' first", device, host)
         return 2
     current = lease.read_slot(device, index)
     counter = current.counter if current is not None else 0
+    watchdog = Watchdog(watchdog_path, watchdog_timeout) if watchdog_path else None
     interval_ms = round(interval * 1000)
     watchdog_ms = round(watchdog_timeout * 1000) if watchdog is not None else 0
     LOG.info("renewing slot %d of %s on %s every %g s", index, host, device, interval)
@@ -180,8 +183,9 @@ def main(argv: list[str] | None = None) -> int:
 
         signal.signal(signal.SIGTERM, _stop)
         signal.signal(signal.SIGINT, _stop)
-        watchdog = Watchdog(args.watchdog, args.watchdog_timeout) if args.watchdog else None
-        return run(args.device, args.host, args.interval, watchdog, args.watchdog_timeout, stop)
+        return run(
+            args.device, args.host, args.interval, args.watchdog, args.watchdog_timeout, stop
+        )
     except OSError as exc:
         LOG.error("%s: %s", exc.filename or args.device, exc.strerror or exc)
         return 1

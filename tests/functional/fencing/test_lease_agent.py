@@ -60,9 +60,16 @@ def test_killed_it_leaves_its_slot_held_and_its_watchdog_armed(device, tmp_path)
     agent.stop()
 
 
-def test_run_without_a_slot_says_so(device) -> None:
+def test_run_without_a_slot_says_so_before_it_arms_the_watchdog(device, tmp_path) -> None:
+    watchdog = tmp_path / "watchdog"
+    watchdog.touch()
     done = subprocess.run(
-        agent_command("run", device, "--host", "compute-9", "--interval", "1"), capture_output=True
+        agent_command(
+            "run", device, "--host", "compute-9", "--interval", "1", "--watchdog", str(watchdog)
+        )
+        + ["--watchdog-timeout", "5"],
+        capture_output=True,
     )
     assert done.returncode == 2
+    assert b"is a regular file, not a watchdog" not in done.stderr, "never opened"
     assert b"no slot of compute-9: run 'masakari-lease-agent allocate' first" in done.stderr
