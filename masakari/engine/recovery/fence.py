@@ -310,7 +310,7 @@ def power_on_after(run: RunContext, fenced: FencedHost) -> None:
         None,
     )
     if proof is None:
-        return  # proven by kdump or an operator: nothing of ours powered it off
+        return  # proven by kdump, a lease or an operator: nothing of ours powered it off
     host = fenced.name
     spec = fencing.spec_at(fenced, proof.position, proof.driver)
     if spec is None:
