@@ -24,9 +24,11 @@ OFF = "off"
 STATUS = "status"
 ON = "on"
 KDUMP = "kdump"
+# A watch of the host's shared-disk lease (masakari.fencing.lease).
+LEASE = "lease"
 # An operator released the held notification: their word that the host is dead.
 RELEASE = "release"
-ACTIONS = (OFF, STATUS, ON, KDUMP, RELEASE)
+ACTIONS = (OFF, STATUS, ON, KDUMP, LEASE, RELEASE)
 
 # Results. SENT: the call went out and no answer is recorded yet (the engine died, or is
 # still waiting). The others are the answer.
@@ -42,12 +44,15 @@ REFUSED = "refused"
 FAILED = "failed"
 TIMEOUT = "timeout"  # the state did not read Off within confirm_timeout
 DEAD = "dead"  # the operator's release
+RENEWING = "renewing"  # the lease's counter changed: the host runs (a veto)
+STALLED = "stalled"  # unchanged for interval x misses: the power drivers may go on
+EXPIRED = "expired"  # unchanged past the watchdog's timeout: the host is proven dead
 # Checks only: a host the fencing file gives no driver.
 UNFENCED = "unfenced"
 OK = "ok"
 
 # An attempt that proves the host dead.
-PROOFS = {(STATUS, POWER_OFF), (KDUMP, CRASHED), (RELEASE, DEAD)}
+PROOFS = {(STATUS, POWER_OFF), (KDUMP, CRASHED), (LEASE, EXPIRED), (RELEASE, DEAD)}
 
 MAX_MESSAGE = 2048
 

@@ -37,6 +37,9 @@ REASON_NEW_EVIDENCE = "new evidence: judged again"
 # or the fencing file gives the host none and [fencing] unfenced_hosts = hold.
 REASON_FENCE_FAILED = "power fencing failed: "
 REASON_UNFENCED = "no power fencing configured"
+# Held by an engine ([fencing]): the host renews its shared-disk lease, so it runs (a
+# partition, not a death): neither fenced nor evacuated (the text goes on with the entry).
+REASON_LEASE_RENEWED = "host renews its lease: "
 # The reason label of the masakari_notifications_held counter.
 METRIC_REASONS = {
     REASON_SEGMENT: "mass_failure_segment",
@@ -46,6 +49,7 @@ METRIC_REASONS = {
     REASON_STORM: "detection_storm",
     REASON_FENCE_FAILED: "power_fencing_failed",
     REASON_UNFENCED: "no_power_fencing",
+    REASON_LEASE_RENEWED: "lease_renewed",
 }
 MAX_REASON = 255
 
@@ -57,6 +61,8 @@ def metric_reason(reason: str) -> str:
         return METRIC_REASONS[REASON_FENCE_FAILED]
     if reason.startswith(VERDICT_PREFIX):
         return "verdict"
+    if reason.startswith(REASON_LEASE_RENEWED):
+        return METRIC_REASONS[REASON_LEASE_RENEWED]
     return METRIC_REASONS.get(reason, "other")
 
 
@@ -64,7 +70,7 @@ def is_fence_reason(reason: str | None) -> bool:
     """A hold an engine put because the host's death was not proven: releasing it is the
     operator's word that the host is dead."""
     return reason is not None and (
-        reason.startswith(REASON_FENCE_FAILED) or reason == REASON_UNFENCED
+        reason.startswith((REASON_FENCE_FAILED, REASON_LEASE_RENEWED)) or reason == REASON_UNFENCED
     )
 
 

@@ -21,12 +21,15 @@ holds. An engine that takes such a failure over and has no fencing for the host 
 rather than evacuate unproven (every engine needs the same [fencing] and [verdict]).
 
 A power reading On recorded by an earlier fence attempt of the same notification vetoes any
-rule (the verdict reads no BMC itself). Until ``[verdict] wait`` seconds have passed the
-engine waits for the signals the rule lacks, then holds the notification with the reason
-(masakari.db.holds): an operator's release is the confirmation it lacked. A failure
-confirmed once stays confirmed (a retry or a takeover does not judge it again). The flow is
-told ``host_status`` NORMAL only when the host was proven off (a monitor's NORMAL report, a
-fence): only then may ``force_down_fenced_host`` skip Nova's own wait.
+rule (the verdict reads no BMC itself), and so does a renewal of the host's shared-disk
+lease seen while the verdict looks (each look reads the slot once: an expiry seen so is a
+proof, recorded for the fence step; masakari.engine.host_lease). Until ``[verdict] wait``
+seconds have passed the engine waits for the signals the rule lacks, then holds the
+notification with the reason (masakari.db.holds): an operator's release is the
+confirmation it lacked. A failure confirmed once stays confirmed (a retry or a takeover
+does not judge it again). The flow is told ``host_status`` NORMAL only when the host was
+proven off (a monitor's NORMAL report, a fence): only then may ``force_down_fenced_host``
+skip Nova's own wait.
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ from masakari.db.hosts import RecoveryHost
 from masakari.engine.context import RunContext
 from masakari.engine.errors import Held
 from masakari.engine.fencing import FencedHost
+from masakari.engine.host_lease import HostLeases
 from masakari.engine.payloads import HostPayload
 from masakari.fencing.base import KDUMP, DriverSpec
 from masakari.metrics import detection as detection_metrics
@@ -72,6 +76,8 @@ class FenceView:
     power_on: bool = False
     # The host has fencing configured: the recovery proves it off before evacuating.
     can_fence: bool = False
+    # The host renews its shared-disk lease (the entry and what changed): it runs.
+    alive: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,6 +113,8 @@ def decide(rule: str, s: Signals) -> Decision:
     status = NORMAL if s.proven_off else UNKNOWN
     if s.fence.power_on and not s.released:
         return Decision(False, "the BMC reads the host powered on")
+    if s.fence.alive and not s.released:
+        return Decision(False, f"{s.fence.alive}: partitioned, not dead")
     if rule == detection_opts.RULE_ANY_TWO:
         return _any_two(s, status)
     if rule == detection_opts.RULE_FENCE:
@@ -172,8 +180,9 @@ def judge(run: RunContext, host_uuid: str, payload: HostPayload) -> str:
         return _confirmed_before(run, host, verdicts[-1])
     released = run.effects.fencing.released_hold() is not None
     deadline = run.clock.monotonic() + (0.0 if released else float(run.conf.verdict.wait))
+    leases = HostLeases(run, host.name, _drivers(run, host))
     while True:
-        fence = _fence_view(run, host)
+        fence = _fence_view(run, host, leases)
         nova, seen = _nova(run, host.name)
         known = run.effects.evidence.recorded()
         signals = Signals(_monitor(payload, known), nova, fence, released)
@@ -242,13 +251,16 @@ def _fence_evidence(fence: FenceView, now: datetime.datetime) -> list[ev.Evidenc
         found.append(
             ev.Evidence(ev.FENCE, "host fencing", False, "the BMC last read the host on", now, "on")
         )
+    if fence.alive:
+        found.append(ev.Evidence(ev.FENCE, "host fencing", False, fence.alive, now, "renewing"))
     return found
 
 
-def _fence_view(run: RunContext, host: RecoveryHost) -> FenceView:
+def _fence_view(run: RunContext, host: RecoveryHost, leases: HostLeases) -> FenceView:
     """Host fencing's word before this recovery fences (its attempts are its own evidence,
     masakari_fence_attempts): an earlier attempt's proof or power-on reading, a kdump message
-    received since the report, and whether the host can be fenced at all."""
+    received since the report, what the host's leases showed since the first look (a
+    renewal, an expiry), and whether the host can be fenced at all."""
     if run.fencing is None:
         return FenceView()
     specs = _drivers(run, host)
@@ -267,7 +279,8 @@ def _fence_view(run: RunContext, host: RecoveryHost) -> FenceView:
             crashed = run.effects.fencing.crashed_since(spec.address, since)
             if crashed is not None:
                 proof = f"{spec.describe()}: kdump message at {crashed}"
-    return FenceView(proof=proof, power_on=power_on, can_fence=bool(specs))
+    alive, expired = leases.evidence()
+    return FenceView(proof=proof or expired, power_on=power_on, can_fence=bool(specs), alive=alive)
 
 
 def _drivers(run: RunContext, host: RecoveryHost) -> list[DriverSpec]:

@@ -4,8 +4,9 @@ A host's entry in the fencing file ([fencing]/config_file) is an ordered *escala
 of :class:`DriverSpec`: the engine tries them in order until one proves the host off. A
 power driver (IPMI, Redfish, a fence agent) implements :class:`PowerDriver`; ``kdump`` is
 not a power driver but a proof of a crash (:class:`CrashProof`), checked in its place in the
-list. Drivers never log or raise secrets: :class:`DriverSpec` keeps them out of ``repr``,
-and :meth:`DriverSpec.describe` is what evidence, logs and the API show.
+list, and ``lease`` the host's shared-disk lease (:mod:`masakari.fencing.lease`). Drivers
+never log or raise secrets: :class:`DriverSpec` keeps them out of ``repr``, and
+:meth:`DriverSpec.describe` is what evidence, logs and the API show.
 """
 
 from __future__ import annotations
@@ -32,7 +33,10 @@ IPMI = "ipmi"
 REDFISH = "redfish"
 AGENT = "agent"
 KDUMP = "kdump"
-TYPES = (IPMI, REDFISH, AGENT, KDUMP)
+# The host's shared-disk lease (masakari.fencing.lease): a veto while it renews, a proof once
+# it expired; no power driver either.
+LEASE = "lease"
+TYPES = (IPMI, REDFISH, AGENT, KDUMP, LEASE)
 
 
 class PowerState(enum.Enum):
@@ -78,7 +82,7 @@ class DriverSpec:
 
     ``address``: the BMC's host name or IP (IPMI), base URL (Redfish), the host's address
     its kdump messages come from (kdump), the agent's ``ip`` argument (agents; ``port`` is
-    its ``ipport``).
+    its ``ipport``), the shared device's path (lease).
     ``timeout``: seconds one call of this driver may take (a power action, a status read).
     ``options``: the rest of the entry, driver-specific (Redfish's ``system``, ``verify``;
     an agent's ``agent`` and its ``key=value`` arguments; kdump's wait), secrets included.

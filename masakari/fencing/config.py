@@ -45,7 +45,7 @@ from typing import Any
 import jsonschema
 import yaml
 
-from masakari.fencing import base
+from masakari.fencing import base, lease
 
 LOG = logging.getLogger(__name__)
 
@@ -121,6 +121,21 @@ _DRIVER_SCHEMAS: dict[str, dict[str, Any]] = {
         "required": ["driver", "address"],
         "additionalProperties": False,
     },
+    # The host's slot on a shared device (masakari.fencing.lease): ``path``, the name in it
+    # (``host``, default the host's), the agent's ``interval`` and ``watchdog_timeout``.
+    base.LEASE: {
+        "type": "object",
+        "properties": {key: _COMMON[key] for key in ("driver", "name", "timeout")}
+        | {
+            "path": {"type": "string", "minLength": 1, "maxLength": 255},
+            "host": {"type": "string", "minLength": 1, "maxLength": 255},
+            "interval": {"type": "number", "exclusiveMinimum": 0, "maximum": 60},
+            "misses": {"type": "integer", "minimum": 1, "maximum": 100},
+            "watchdog_timeout": {"type": "number", "exclusiveMinimum": 0, "maximum": 120},
+        },
+        "required": ["driver", "path", "watchdog_timeout"],
+        "additionalProperties": False,
+    },
 }
 
 _FILE_SCHEMA = {
@@ -180,6 +195,10 @@ class _Entry:
                 options[key] = _option_text(value)
         elif self.type == base.KDUMP and "wait" in raw:
             options["wait"] = _option_text(raw["wait"])
+        elif self.type == base.LEASE:
+            self.address = raw["path"]
+            options = lease.entry_options(raw)
+            self.timeout = float(options.pop("timeout"))
         self.options = options
 
     def spec_for(self, host: str) -> base.DriverSpec:
@@ -358,6 +377,9 @@ def _entries(raw: Any, path: str, where: str) -> list[_Entry]:
                     "here (address, port, username and password are the entry's own keys; "
                     "masakari sets the action)"
                 )
+        problem = lease.entry_problem(item) if driver == base.LEASE else None
+        if problem:
+            raise FencingFileError(f"fencing file {path}: {at}: {problem}")
         entries.append(_Entry(item))
     return entries
 

@@ -51,8 +51,8 @@ def power_driver(spec: base.DriverSpec) -> base.PowerDriver:
     try:
         factory = _FACTORIES[spec.type]
     except KeyError:
-        if spec.type == base.KDUMP:
-            raise ValueError("a kdump entry is a crash proof, not a power driver") from None
+        if spec.type in (base.KDUMP, base.LEASE):
+            raise ValueError(f"a {spec.type} entry is a proof, not a power driver") from None
         raise ValueError(f"unknown driver type {spec.type!r}") from None
     return factory(spec)
 
@@ -79,8 +79,8 @@ def unbuildable(
     fail whatever the host, which is worth saying before the first one does."""
     found = []
     for where, spec in entries:
-        if spec.type == base.KDUMP:
-            continue  # a crash proof: nothing to build
+        if spec.type in (base.KDUMP, base.LEASE):
+            continue  # a proof, not a power driver: nothing to build
         try:
             build(spec)
         except (base.FenceError, ValueError) as exc:
@@ -126,8 +126,9 @@ def check(
     spec: base.DriverSpec,
     build: Callable[[base.DriverSpec], base.PowerDriver] = power_driver,
 ) -> Check:
-    """One power-status read through ``spec``'s driver (nothing is switched), or, for a
-    kdump entry, that its address resolves. Returns within about ``spec.timeout``.
+    """One power-status read through ``spec``'s driver (nothing is switched); for a kdump
+    entry, that its address resolves; for a lease, one read of the host's slot. Returns
+    within about ``spec.timeout``.
 
     A read that answers neither on nor off (unknown, or no state at all) fails the check:
     the same read could never confirm the host off after a fence."""
@@ -152,6 +153,11 @@ def check(
             reason = getattr(exc, "strerror", None) or type(exc).__name__
             return done(None, None, error=f"address does not resolve: {reason}")
         return done(None, None)
+    if spec.type == base.LEASE:
+        from masakari.fencing import lease
+
+        error = lease.check(spec)
+        return done(None, None, error=error)
     try:
         driver = build(spec)
     except (base.FenceError, ValueError) as exc:

@@ -7,9 +7,13 @@ evacuation of another failed host lands on it while it is fenced); then its driv
 tried in the fencing file's order: a power driver powers the host off, then its state is
 read every ``confirm_interval`` until it reads Off, up to ``confirm_timeout``; a kdump
 entry passes when a crash message from the host's address arrived within ``kdump_max_age``
-before the report (waiting up to the entry's ``wait``). The first success proves the host
-dead. When none does, the notification is held for an operator
-(:class:`~masakari.engine.errors.Held`).
+before the report (waiting up to the entry's ``wait``); a ``lease`` entry passes when the
+host's slot on shared storage stays unchanged past its expiry
+(:mod:`masakari.engine.host_lease`). The first success proves the host dead. When none
+does, the notification is held for an operator (:class:`~masakari.engine.errors.Held`).
+Before the first power driver runs, wherever the lease entries sit in the list, each is
+watched until it stalls: a host that still renews its lease runs (a partition, not a
+death) and is held, neither fenced nor evacuated.
 
 What was done before is read first: an engine taking the recovery over (or the periodic
 retry) does not fence a host already proven dead, and reads the state back before it sends
@@ -19,6 +23,7 @@ a power off again; an operator's release of the hold is their word that the host
 from __future__ import annotations
 
 import datetime
+import functools
 import logging
 from typing import NoReturn
 
@@ -31,10 +36,11 @@ from masakari.engine.context import Cancelled, RunContext
 from masakari.engine.errors import Held
 from masakari.engine.fence_effects import Attempt
 from masakari.engine.fencing import FencedHost, HostFencing
+from masakari.engine.host_lease import HostLeases
 from masakari.engine.progress import FlowProgress
 from masakari.engine.recovery.flow import Store, TaskContext
 from masakari.fencing import kdump
-from masakari.fencing.base import KDUMP, DriverSpec, FenceError, why_of
+from masakari.fencing.base import KDUMP, LEASE, DriverSpec, FenceError, why_of
 
 LOG = logging.getLogger(__name__)
 
@@ -104,10 +110,16 @@ def _fence(
         return
     since = (reported_at or ctx.run.clock.now()) - datetime.timedelta(seconds=fencing.kdump_max_age)
     failures: list[str] = []
+    leases = HostLeases(ctx.run, host, specs)
+    held = functools.partial(_hold, ctx, what=f"Host '{host}' renews its lease")
     for position, spec in enumerate(specs):
         ctx.run.check()
+        if spec.type not in (KDUMP, LEASE):
+            leases.veto(ctx.update_details, held)  # a host that renews is not fenced
         if spec.type == KDUMP:
             why = _kdump(ctx, fencing, host, position, spec, since)
+        elif spec.type == LEASE:
+            why = leases.prove(position, ctx.update_details, held)
         else:
             why = _power_off(ctx, fencing, host, position, spec)
         if why is None:
@@ -298,7 +310,7 @@ def power_on_after(run: RunContext, fenced: FencedHost) -> None:
         None,
     )
     if proof is None:
-        return  # proven by kdump or an operator: nothing of ours powered it off
+        return  # proven by kdump, a lease or an operator: nothing of ours powered it off
     host = fenced.name
     spec = fencing.spec_at(fenced, proof.position, proof.driver)
     if spec is None:

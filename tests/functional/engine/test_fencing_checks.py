@@ -21,7 +21,7 @@ from masakari.db.database import Database
 from masakari.db.models import FenceCheck
 from masakari.engine.fence_checks import FenceChecker
 from masakari.engine.fencing import HostFencing
-from masakari.fencing import drivers
+from masakari.fencing import drivers, lease
 from masakari.fencing.base import DriverSpec, PowerState
 from masakari.ha import fence_doctor
 from tests.fakes.ipmi_bmc import FakeBMC
@@ -272,3 +272,30 @@ def test_a_power_state_neither_on_nor_off_fails_the_hosts_check(db: Database, si
             ("compute-3", "192.0.2.3", "None"),
         )
     ]
+
+
+def test_a_lease_entry_is_checked_by_one_read_of_the_hosts_slot(
+    db: Database, tmp_path: Path
+) -> None:
+    path = tmp_path / "lease.img"
+    path.write_bytes(bytes(4 * lease.SLOT_SIZE))
+    lease.write_slot(str(path), 0, lease.Slot("compute-1", 7, lease.HELD, 1000, 10000))
+    lease.write_slot(str(path), 1, lease.Slot("compute-3", 7, lease.HELD, 1000, 0))
+    options = {"interval": "1", "misses": "10", "watchdog_timeout": "10"}
+
+    class Plan:
+        def drivers_for(self, host_name: str, *_: Any) -> list[DriverSpec]:
+            spec_options = {**options, "host": host_name}
+            return [DriverSpec("lease", address=str(path), timeout=22, options=spec_options)]
+
+    checker = FenceChecker(
+        db, HostFencing(plan=Plan(), power_driver=drivers.power_driver), FakeClock(), "engine-a"
+    )
+    found = checker.check_hosts([(f"compute-{i}", "seg", "seg") for i in (1, 2, 3)])
+    assert {name: [(c.result, c.message) for c in rows] for name, rows in found.items()} == {
+        "compute-1": [("ok", "its slot is renewed by an agent with a watchdog")],
+        "compute-2": [("failed", f"no slot of compute-2 in {path}")],
+        "compute-3": [
+            ("failed", "slot 1: its agent runs without a watchdog: its expiry proves nothing")
+        ],
+    }

@@ -164,6 +164,18 @@ def entry(**fields: object) -> str:
         (entry(driver="agent", agent="fence_x", args="{a: [1]}"), "args.a: must be a string"),
         ("hosts: {compute-1: [{driver: kdump}]}", "'address' is required"),
         ("hosts: {compute-1: [{driver: kdump, address: a, password: p}]}", "unknown key(s)"),
+        ("hosts: {compute-1: [{driver: lease, path: /dev/x}]}", "'watchdog_timeout' is required"),
+        ("hosts: {c: [{driver: lease, watchdog_timeout: 5}]}", "(lease): 'path' is required"),
+        ("hosts: {c: [{driver: lease, path: x, watchdog_timeout: 5, port: 1}]}", "unknown key"),
+        ("hosts: {c: [{driver: lease, path: x, watchdog_timeout: 0}]}", "must be > 0"),
+        (
+            "hosts: {c: [{driver: lease, path: x, watchdog_timeout: 5, misses: 4}]}",
+            "hosts['c'][0] (lease): misses: interval x misses must be at least",
+        ),
+        (
+            "hosts: {c: [{driver: lease, path: x, watchdog_timeout: 5, timeout: 9}]}",
+            "timeout must be at least interval x misses + watchdog_timeout (10 s)",
+        ),
         ("hosts: {'rack[1-3': []}", "unbalanced [ ]"),
         ("hosts:\n  a: []\n  a: []", "line 3, column 3: key 'a' given twice"),
         (f'hosts:\n  a:\n    - password: "{SECRET}', "not valid YAML: line 3"),
@@ -215,6 +227,8 @@ def test_the_sample_file_is_a_valid_fencing_file() -> None:
         "https://rack2-03-bmc.mgmt",
     ]
     assert fencing.drivers_for("rack2-17", "segment-az1") is None
+    _, edge = fencing.drivers_for("edge-4")
+    assert (edge.type, edge.timeout, edge.options["host"]) == ("lease", 22.0, "edge-4")
     (agent,) = fencing.drivers_for("compute-99", "segment-az1")
     assert agent.options == {"agent": "fence_ipmilan", "lanplus": "1", "power_timeout": "15"}
 
@@ -268,3 +282,34 @@ def test_entries_whose_driver_cannot_be_built(fencing, monkeypatch) -> None:
     assert [u.where for u in drivers.unbuildable(fencing.entries())] == (
         [] if agent.find_agent("fence_ipmilan") else [found[-1].where]
     )
+
+
+def test_a_lease_entry_filled_in_for_each_host() -> None:
+    fencing = FencingFile.parse(
+        textwrap.dedent(
+            """\
+            hosts:
+              "edge-*":
+                - driver: ipmi
+                  address: "{host}-ipmi"
+                  username: a
+                  password: b
+                - driver: lease
+                  name: "{host}-lease"
+                  path: /dev/disk/by-id/wwn-0x5000
+                  interval: 2
+                  watchdog_timeout: 10
+            """
+        )
+    )
+    _, spec = fencing.drivers_for("edge-3")
+    assert (spec.type, spec.address, spec.timeout) == ("lease", "/dev/disk/by-id/wwn-0x5000", 24.0)
+    assert spec.options == {
+        "interval": "2",
+        "misses": "5",
+        "watchdog_timeout": "10",
+        "host": "edge-3",
+    }
+    assert spec.describe() == "edge-3-lease: lease /dev/disk/by-id/wwn-0x5000"
+    # no power driver to build: the doctor's startup check says nothing of it
+    assert drivers.unbuildable([e for e in fencing.entries() if e[1].type == "lease"]) == []

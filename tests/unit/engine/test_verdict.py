@@ -74,3 +74,12 @@ def test_fence_rule(signals, confirmed, host_status, reason) -> None:
     assert reason in decision.reason
     if confirmed:
         assert decision.kept_value == host_status
+
+
+@pytest.mark.parametrize("rule", ["monitor", "any_two", "fence"])
+def test_a_renewing_lease_vetoes_every_rule_but_a_release(rule) -> None:
+    alive = FenceView(can_fence=True, alive="the host renews its lease (lease /dev/x: ...)")
+    decision = decide(rule, Signals(monitor="NORMAL", nova=True, fence=alive))
+    assert decision.confirmed is False
+    assert decision.reason == "the host renews its lease (lease /dev/x: ...): partitioned, not dead"
+    assert decide(rule, Signals(monitor="NORMAL", nova=True, fence=alive, released=True)).confirmed
