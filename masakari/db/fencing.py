@@ -26,7 +26,11 @@ ON = "on"
 KDUMP = "kdump"
 # An operator released the held notification: their word that the host is dead.
 RELEASE = "release"
-ACTIONS = (OFF, STATUS, ON, KDUMP, RELEASE)
+# Storage fencing (a ceph entry): the host's addresses added to the OSD map's blocklist, and
+# lifted from it on the host's return.
+BLOCKLIST = "blocklist"
+UNBLOCKLIST = "unblocklist"
+ACTIONS = (OFF, STATUS, ON, KDUMP, RELEASE, BLOCKLIST, UNBLOCKLIST)
 
 # Results. SENT: the call went out and no answer is recorded yet (the engine died, or is
 # still waiting). The others are the answer.
@@ -42,12 +46,15 @@ REFUSED = "refused"
 FAILED = "failed"
 TIMEOUT = "timeout"  # the state did not read Off within confirm_timeout
 DEAD = "dead"  # the operator's release
+BLOCKLISTED = "blocklisted"  # every address read back in the OSD map's blocklist
+NOT_LISTED = "not listed"  # added, and not in the blocklist read back
+LIFTED = "lifted"  # removed from the blocklist
 # Checks only: a host the fencing file gives no driver.
 UNFENCED = "unfenced"
 OK = "ok"
 
 # An attempt that proves the host dead.
-PROOFS = {(STATUS, POWER_OFF), (KDUMP, CRASHED), (RELEASE, DEAD)}
+PROOFS = {(STATUS, POWER_OFF), (KDUMP, CRASHED), (RELEASE, DEAD), (BLOCKLIST, BLOCKLISTED)}
 
 MAX_MESSAGE = 2048
 

@@ -32,7 +32,9 @@ IPMI = "ipmi"
 REDFISH = "redfish"
 AGENT = "agent"
 KDUMP = "kdump"
-TYPES = (IPMI, REDFISH, AGENT, KDUMP)
+# Storage fencing: the host cut off its Ceph RBD disks (masakari.fencing.ceph).
+CEPH = "ceph"
+TYPES = (IPMI, REDFISH, AGENT, KDUMP, CEPH)
 
 
 class PowerState(enum.Enum):

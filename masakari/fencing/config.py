@@ -45,7 +45,7 @@ from typing import Any
 import jsonschema
 import yaml
 
-from masakari.fencing import base
+from masakari.fencing import base, ceph
 
 LOG = logging.getLogger(__name__)
 
@@ -121,6 +121,17 @@ _DRIVER_SCHEMAS: dict[str, dict[str, Any]] = {
         "required": ["driver", "address"],
         "additionalProperties": False,
     },
+    # The host's client IPs (or names) on the Ceph public network, and the cluster's
+    # ceph.conf and cephx user (masakari.fencing.ceph).
+    base.CEPH: {
+        "type": "object",
+        "properties": {key: _COMMON[key] for key in ("driver", "name", "address", "timeout")}
+        | ceph.KEYS,
+        "required": ["driver"],
+        "if": {"not": {"required": ["address"]}},
+        "then": {"required": ["addresses"]},
+        "additionalProperties": False,
+    },
 }
 
 _FILE_SCHEMA = {
@@ -180,6 +191,8 @@ class _Entry:
                 options[key] = _option_text(value)
         elif self.type == base.KDUMP and "wait" in raw:
             options["wait"] = _option_text(raw["wait"])
+        elif self.type == base.CEPH:
+            options = ceph.options(raw)
         self.options = options
 
     def spec_for(self, host: str) -> base.DriverSpec:

@@ -7,9 +7,10 @@ evacuation of another failed host lands on it while it is fenced); then its driv
 tried in the fencing file's order: a power driver powers the host off, then its state is
 read every ``confirm_interval`` until it reads Off, up to ``confirm_timeout``; a kdump
 entry passes when a crash message from the host's address arrived within ``kdump_max_age``
-before the report (waiting up to the entry's ``wait``). The first success proves the host
-dead. When none does, the notification is held for an operator
-(:class:`~masakari.engine.errors.Held`).
+before the report (waiting up to the entry's ``wait``); a ceph entry once the host's
+addresses read back in the OSD map's blocklist (masakari.engine.recovery.storage_fence).
+The first success proves the host dead. When none does, the notification is held for an
+operator (:class:`~masakari.engine.errors.Held`).
 
 What was done before is read first: an engine taking the recovery over (or the periodic
 retry) does not fence a host already proven dead, and reads the state back before it sends
@@ -32,9 +33,10 @@ from masakari.engine.errors import Held
 from masakari.engine.fence_effects import Attempt
 from masakari.engine.fencing import FencedHost, HostFencing
 from masakari.engine.progress import FlowProgress
+from masakari.engine.recovery import storage_fence
 from masakari.engine.recovery.flow import Store, TaskContext
 from masakari.fencing import kdump
-from masakari.fencing.base import KDUMP, DriverSpec, FenceError, why_of
+from masakari.fencing.base import CEPH, KDUMP, DriverSpec, FenceError, why_of
 
 LOG = logging.getLogger(__name__)
 
@@ -108,9 +110,12 @@ def _fence(
         ctx.run.check()
         if spec.type == KDUMP:
             why = _kdump(ctx, fencing, host, position, spec, since)
+        elif spec.type == CEPH:
+            why = storage_fence.blocklist(ctx, host, position, spec)
         else:
             why = _power_off(ctx, fencing, host, position, spec)
         if why is None:
+            storage_fence.after_proof(ctx, host, specs, position)
             ctx.store.host_fenced = True
             return
         failures.append(f"{spec.describe()}: {why}")
