@@ -39,7 +39,13 @@ _PATH = {"type": "string", "pattern": r"^/\S*$", "description": "must be an abso
 KEYS: dict[str, Any] = {
     "addresses": {
         "type": "array",
-        "items": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": r"^[^,\s]+$"},
+        "items": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 255,
+            "pattern": r"^[^,\s]+$",
+            "description": "must be one address (an IP or a name; no comma, no space)",
+        },
         "minItems": 1,
     },
     "conf": _PATH,

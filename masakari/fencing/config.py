@@ -425,7 +425,7 @@ def _describe(error: jsonschema.ValidationError) -> str:
     if kind in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
         words = {"minimum": ">=", "exclusiveMinimum": ">", "maximum": "<=", "exclusiveMaximum": "<"}
         return prefix + f"must be {words[kind]} {spec}"
-    if kind == "minLength":
+    if kind in ("minLength", "minItems"):
         return prefix + "must not be empty"
     if kind == "maxLength":
         return prefix + f"must be at most {spec} characters"
