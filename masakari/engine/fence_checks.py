@@ -19,7 +19,7 @@ from masakari.db import fencing
 from masakari.db.database import Database, transaction
 from masakari.engine.fencing import FencedHost, HostFencing
 from masakari.engine.ports import Clock
-from masakari.fencing.base import KDUMP, DriverSpec
+from masakari.fencing.base import CEPH, KDUMP, DriverSpec
 
 LOG = logging.getLogger(__name__)
 
@@ -97,6 +97,8 @@ class FenceChecker:
             if spec.type == KDUMP:
                 where = self.kdump_listener or "none on this engine ([fencing] kdump_listen)"
                 message = f"address resolves; kdump listener: {where}"
+            elif spec.type == CEPH:
+                message = "the OSD map's blocklist reads"
             else:
                 message = "power state: " + (found.state.value if found.state else "unknown")
         else:

@@ -1,4 +1,4 @@
-"""The ceph entry's blocklist and the readiness doctor's check of it, against a real Ceph
+"""The ceph entry's blocklist and the readiness doctor's checks of it, against a real Ceph
 cluster, as the least-privileged cephx user docs/configuration.md gives (its caps:
 tests/fakes/ceph_cluster.py FENCE_CAPS). Asserted on the OSD map and the hosts' writes."""
 
@@ -6,12 +6,20 @@ from __future__ import annotations
 
 import json
 import subprocess
+from pathlib import Path
 from typing import Any
 
-from masakari.fencing import base, drivers
+from masakari.db.database import Database
+from masakari.engine.fence_checks import FenceChecker
+from masakari.engine.fencing import HostFencing
+from masakari.fencing import base
 from masakari.fencing.ceph import CephBlocklist
 from masakari.fencing.config import FencingFile
 from tests.fakes.ceph_cluster import FENCE_USER, CephCluster, RBDHost
+from tests.fakes.nova import NovaSimulator
+from tests.support.clock import FakeClock
+from tests.support.engine import make_conf
+from tests.support.fencing_drills import fencing_file
 
 ESHUTDOWN = 108
 
@@ -54,30 +62,41 @@ def test_the_fence_user_can_do_nothing_else(ceph: CephCluster) -> None:
         assert done.returncode == 13, command  # EACCES
 
 
-def test_the_doctor_reads_the_blocklist_and_changes_nothing(
-    ceph: CephCluster, rbd_hosts: tuple[RBDHost, RBDHost]
+def test_the_readiness_doctor_reads_the_blocklist_and_changes_nothing(
+    ceph: CephCluster,
+    rbd_hosts: tuple[RBDHost, RBDHost],
+    db: Database,
+    sim: NovaSimulator,
+    tmp_path: Path,
 ) -> None:
-    a, _ = rbd_hosts
-    found = drivers.check(spec_of(ceph.entry(a.address)))
-    assert (found.ok, found.reachable, found.credentials_valid, found.state) == (
-        True,
-        True,
-        True,
-        None,
-    )
+    a, b = rbd_hosts
+    hosts = {
+        "compute-a": [ceph.entry(a.address)],
+        "compute-b": [ceph.entry(b.address, conf=ceph.unreachable_conf(), timeout=2)],
+        # The fence user's name with another user's keyring: cephx refuses it.
+        "compute-c": [ceph.entry(a.address, keyring=ceph.admin_keyring)],
+        "compute-d": [ceph.entry("no-such-host.invalid")],
+    }
+    conf = make_conf(sim, **{"fencing.config_file": fencing_file(tmp_path, hosts)})
+    checker = FenceChecker(db, HostFencing.from_conf(conf), FakeClock(), "engine-a")
+
+    found = checker.check_hosts([(name, "seg", "seg") for name in hosts])
+
+    results = {name: [(c.result, c.message) for c in rows] for name, rows in found.items()}
+    assert results["compute-a"] == [("ok", "the OSD map's blocklist reads")]
+    [(result, message)] = results["compute-b"]
+    assert result == "unreachable" and (message or "").startswith("osd blocklist ls")
+    assert results["compute-c"] == [
+        (
+            "refused",
+            "osd blocklist ls failed (exit 13): [errno 13] RADOS permission denied (error "
+            "connecting to the cluster)",
+        )
+    ]
+    [(result, message)] = results["compute-d"]
+    assert result == "failed"
+    assert (message or "").startswith("address no-such-host.invalid does not resolve")
+    # Read-only: nothing blocklisted, both hosts write on.
     assert ceph.blocklist() == []
     a.wait_writes(3)
-
-    cut_off = drivers.check(spec_of(ceph.entry(a.address, conf=ceph.unreachable_conf(), timeout=2)))
-    assert (cut_off.reachable, cut_off.credentials_valid) == (False, None)
-    assert cut_off.error is not None and "osd blocklist ls" in cut_off.error
-
-    # The fence user's name with another keyring: cephx refuses it.
-    refused = drivers.check(spec_of(ceph.entry(a.address, keyring=ceph.admin_keyring)))
-    assert (refused.reachable, refused.credentials_valid) == (True, False)
-    assert refused.error is not None and "permission denied" in refused.error
-
-    unnamed = drivers.check(spec_of(ceph.entry("no-such-host.invalid")))
-    assert unnamed.error is not None
-    assert unnamed.error.startswith("address no-such-host.invalid does not resolve")
-    assert ceph.blocklist() == []
+    b.wait_writes(3)
