@@ -3,8 +3,8 @@ its instances is started elsewhere.
 
 Not to be confused with *lease fencing* (:mod:`masakari.engine.lease`, docs/engine.md
 § Fencing), which stops an engine whose claim on a notification ran out. Here the thing
-fenced is a compute host, through its BMC (IPMI, Redfish), a ClusterLabs fence agent, or the
-proof of a kernel crash (fence_kdump's message).
+fenced is a compute host, through its BMC (IPMI, Redfish), a ClusterLabs fence agent, the
+proof of a kernel crash (fence_kdump's message), or cut off its Ceph storage.
 
 - :mod:`masakari.fencing.base`: the contract every driver keeps, and what the fencing file
   says about one driver (:class:`~masakari.fencing.base.DriverSpec`).
@@ -16,4 +16,6 @@ proof of a kernel crash (fence_kdump's message).
 - :mod:`masakari.fencing.agent`: any ClusterLabs fence agent, through its stdin.
 - :mod:`masakari.fencing.kdump`: fence_kdump's messages: the listener, the parsing, a crash
   proof in memory.
+- :mod:`masakari.fencing.ceph`: storage fencing: a host's client addresses in the Ceph OSD
+  map's blocklist (the ``ceph`` command).
 """

@@ -81,24 +81,19 @@ class CephBlocklist:
 
     def __init__(self, spec: base.DriverSpec) -> None:
         self.spec = spec
-        self.path = CEPH if os.access(CEPH, os.X_OK) else shutil.which("ceph")
-        if self.path is None:
+        path = CEPH if os.access(CEPH, os.X_OK) else shutil.which("ceph")
+        if path is None:
             raise base.FenceError(
                 "the ceph command is missing (Debian package ceph-common)", spec.describe()
             )
+        self.path = path
         self.addresses = [spec.address] if spec.address else []
         self.addresses += [a for a in spec.options.get("addresses", "").split(",") if a]
         if not self.addresses:
             raise base.FenceError("no address to blocklist", spec.describe())
-        self.expire = float(spec.options.get("expire", DEFAULT_EXPIRE))
-        keyring = spec.options.get("keyring")
-        if keyring and not os.access(keyring, os.R_OK):
-            raise base.FenceError(f"keyring {keyring} cannot be read", spec.describe())
-
-    @property
-    def after_power(self) -> bool:
-        """Whether the entry also runs after another entry proved the host off."""
-        return self.spec.options.get("after_power") == "1"
+        expire = float(spec.options.get("expire", DEFAULT_EXPIRE))
+        # Seconds as Ceph reads them back ("157784630", not "1.57785e+08").
+        self.expire = str(int(expire)) if expire.is_integer() else str(expire)
 
     def ips(self) -> list[str]:
         """The addresses as IPs, in order, each once (a name resolves to all of its)."""
@@ -122,7 +117,7 @@ class CephBlocklist:
         """``ceph osd blocklist add`` of each IP (idempotent: an entry already there is
         renewed)."""
         for ip in ips:
-            self._ceph("osd", "blocklist", "add", ip, f"{self.expire:g}")
+            self._ceph("osd", "blocklist", "add", ip, self.expire)
 
     def listed(self) -> set[str]:
         """The OSD map's blocklist now (``10.0.0.2:0/0``, ``10.0.0.3:6801/1234``...)."""
@@ -158,9 +153,14 @@ class CephBlocklist:
 
     def _ceph(self, *args: str) -> str:
         spec = self.spec
+        # Said plainly (the ceph command would only say "permission denied"); checked here,
+        # where {host} is filled in, not when the entry is built.
+        keyring = spec.options.get("keyring")
+        if keyring and not os.access(keyring, os.R_OK):
+            raise base.FenceError(f"keyring {keyring} cannot be read", spec.describe())
         # Its own time-out first: "timed out" says the monitors did not answer.
         connect = max(1, int(spec.timeout * 0.8))
-        argv = [self.path or CEPH, "--connect-timeout", str(connect)]
+        argv = [self.path, "--connect-timeout", str(connect)]
         for flag, key in (("--conf", "conf"), ("--id", "user"), ("--keyring", "keyring")):
             if spec.options.get(key):
                 argv += [flag, spec.options[key]]

@@ -76,6 +76,7 @@ def test_the_readiness_doctor_reads_the_blocklist_and_changes_nothing(
         # The fence user's name with another user's keyring: cephx refuses it.
         "compute-c": [ceph.entry(a.address, keyring=ceph.admin_keyring)],
         "compute-d": [ceph.entry("no-such-host.invalid")],
+        "compute-e": [ceph.entry(a.address, keyring=str(tmp_path / "missing.keyring"))],
     }
     conf = make_conf(sim, **{"fencing.config_file": fencing_file(tmp_path, hosts)})
     checker = FenceChecker(db, HostFencing.from_conf(conf), FakeClock(), "engine-a")
@@ -96,6 +97,9 @@ def test_the_readiness_doctor_reads_the_blocklist_and_changes_nothing(
     [(result, message)] = results["compute-d"]
     assert result == "failed"
     assert (message or "").startswith("address no-such-host.invalid does not resolve")
+    assert results["compute-e"] == [
+        ("failed", f"keyring {tmp_path / 'missing.keyring'} cannot be read")
+    ]
     # Read-only: nothing blocklisted, both hosts write on.
     assert ceph.blocklist() == []
     a.wait_writes(3)

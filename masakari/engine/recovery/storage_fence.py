@@ -53,7 +53,7 @@ def blocklist(ctx: TaskContext, host: str, position: int, spec: DriverSpec) -> s
             why = message
         else:
             result = evidence.BLOCKLISTED
-            message = f"{shown} in the OSD map's blocklist (for {fence.expire:g} s)"
+            message = f"{shown} in the OSD map's blocklist (for {fence.expire} s)"
     ctx.effects.fencing.record_fence(
         host,
         position,

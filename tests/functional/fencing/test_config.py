@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from masakari.fencing import agent, base, drivers
+from masakari.fencing import agent, base, ceph, drivers
 from masakari.fencing.config import FencingFile, FencingFileError
 
 SECRET = "T0P-s3cret-9f2c"
@@ -259,6 +259,19 @@ def test_a_ceph_entry_host_filled_in_everywhere() -> None:
         "expire": "86400",
         "after_power": "1",
     }
+
+
+def test_a_ceph_entry_is_built_without_its_cluster_unless_the_ceph_command_is_missing(
+    monkeypatch,
+) -> None:
+    entries = FencingFile.parse(CEPH).entries()
+    monkeypatch.setattr(ceph, "CEPH", "/bin/sh")  # any program: nothing is run
+    assert drivers.unbuildable(entries) == []
+    monkeypatch.setattr(ceph, "CEPH", "/nonexistent/ceph")
+    monkeypatch.setattr(ceph.shutil, "which", lambda name: None)
+    assert [(u.where, u.why) for u in drivers.unbuildable(entries)] == [
+        ("hosts['rack3-*'][0]", "the ceph command is missing (Debian package ceph-common)")
+    ]
 
 
 @pytest.mark.parametrize(
