@@ -9,6 +9,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from masakari.cmd import manage
 from masakari.db.database import Database
 from masakari.engine.fence_checks import FenceChecker
 from masakari.engine.fencing import HostFencing
@@ -17,6 +20,7 @@ from masakari.fencing.ceph import CephBlocklist
 from masakari.fencing.config import FencingFile
 from tests.fakes.ceph_cluster import FENCE_USER, CephCluster, RBDHost
 from tests.fakes.nova import NovaSimulator
+from tests.support import rows
 from tests.support.clock import FakeClock
 from tests.support.engine import make_conf
 from tests.support.fencing_drills import fencing_file
@@ -104,3 +108,40 @@ def test_the_readiness_doctor_reads_the_blocklist_and_changes_nothing(
     assert ceph.blocklist() == []
     a.wait_writes(3)
     b.wait_writes(3)
+
+
+def test_an_operator_lifts_a_blocklist_by_hand(
+    ceph: CephCluster,
+    rbd_hosts: tuple[RBDHost, RBDHost],
+    db: Database,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    a, b = rbd_hosts
+    segment = rows.segment(db)
+    rows.host(db, segment, "compute-a")
+    hosts = {"compute-a": [ceph.entry(a.address)], "compute-b": [ceph.entry(b.address)]}
+    conf = tmp_path / "masakari.conf"
+    conf.write_text(
+        f"[database]\nconnection = {db.engine.url}\n"
+        f"[fencing]\nconfig_file = {fencing_file(tmp_path, hosts)}\n"
+    )
+    fence = CephBlocklist(spec_of(ceph.entry(a.address)))
+    fence.add(fence.ips())
+    other = CephBlocklist(spec_of(ceph.entry(b.address)))
+    other.add(other.ips())
+
+    def manage_(*argv: str) -> tuple[int, str, str]:
+        code = manage.main(["--config-file", str(conf), "host", *argv])
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    assert manage_("unblocklist", "compute-a") == (
+        0,
+        f"ceph {a.address}: removed {a.address}:0/0\n",
+        "",
+    )
+    assert ceph.blocklist() == [f"{b.address}:0/0"]  # only the host named
+    assert manage_("unblocklist", "compute-a")[:2] == (0, f"ceph {a.address}: not blocklisted\n")
+    code, _, err = manage_("unblocklist", "compute-9")
+    assert code == 1 and "compute-9" in err
