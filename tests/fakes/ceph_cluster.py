@@ -34,7 +34,8 @@ DAEMONS = ("/usr/bin/ceph-mon", "/usr/bin/ceph-mgr", "/usr/bin/ceph-osd", "/usr/
 PYTHON = "/usr/bin/python3"
 WRITER = str(Path(__file__).with_name("rbd_writer.py"))
 POOL = "rbd"
-# The bridge's network: the cluster on .1, the hosts from .2.
+# The bridge's network: the cluster on .1, the hosts from .2 (one cluster at a time on a
+# machine: tests/ceph runs on one pytest-xdist worker).
 NETWORK = "10.201.0"
 # The cephx user the fencing entry runs as, and its caps (docs/configuration.md).
 FENCE_USER = "client.masakari-fence"
@@ -42,7 +43,10 @@ FENCE_CAPS = ("mon", 'allow command "osd blocklist", allow command "osd blocklis
 
 
 def available() -> str | None:
-    """Why the cluster cannot start here (a missing program), or None."""
+    """Why the cluster cannot start here (a missing program, no right to make network
+    namespaces), or None."""
+    if os.geteuid() != 0:
+        return "the Ceph hosts' network namespaces need root"
     for path in (*DAEMONS, PYTHON):
         if not os.access(path, os.X_OK):
             return f"{path} missing (Debian packages ceph-mon ceph-mgr ceph-osd ceph-common)"
@@ -74,12 +78,10 @@ class CephCluster:
         self.admin_keyring = str(root / "admin.keyring")
         self.procs: list[subprocess.Popen[bytes]] = []
         self.hosts: list[RBDHost] = []
-        self.started_in: float | None = None
 
     # --- start and stop ----------------------------------------------------------------------
 
     def __enter__(self) -> CephCluster:
-        started = time.monotonic()
         try:
             self._network()
             self._bootstrap()
@@ -87,7 +89,6 @@ class CephCluster:
         except BaseException:
             self.close()
             raise
-        self.started_in = time.monotonic() - started
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -268,7 +269,6 @@ class RBDHost:
         # lock of its image (librbd waits for it to time out before it breaks it).
         self.image = f"host-{self.index}-{uuid.uuid4().hex[:8]}"
         self.writes = 0
-        self.last_write: float | None = None
         self.error: str | None = None
         self.errno: int | None = None
         self.failed_at: float | None = None
@@ -314,7 +314,6 @@ class RBDHost:
             event = json.loads(line)
             if "wrote" in event:
                 self.writes = event["wrote"]
-                self.last_write = time.time()
             elif "error" in event:
                 self.error, self.errno = event["error"], event.get("errno")
                 self.failed_at = time.time()
