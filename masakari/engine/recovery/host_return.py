@@ -1,7 +1,8 @@
 """Host return: a recovered host reports that it is back; undo what its recovery changed.
 
 Each step is its own [host_return] option, and each is recorded in the notification's
-recovery_workflow_details like a recovery step (task ReturnHostTask).
+recovery_workflow_details like a recovery step (task ReturnHostTask). A host with ``ceph``
+fencing entries also has its Ceph blocklist lifted there (storage_fence.lift).
 """
 
 from __future__ import annotations
