@@ -5,8 +5,9 @@ from typing import Any
 import pytest
 
 # Tests that must run on one pytest-xdist worker, by path: tests/galera's cluster is a session
-# fixture (three mariadbd), which each worker running one of them would start again.
-ONE_WORKER = ("tests/galera/",)
+# fixture (three mariadbd), which each worker running one of them would start again; so is
+# tests/ceph's (a mon, a mgr and an OSD).
+ONE_WORKER = ("tests/galera/", "tests/ceph/")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

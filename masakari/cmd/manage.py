@@ -272,13 +272,61 @@ def _live_fence_checks(
     return FenceChecker(db, fencing, Clock(), "masakari-manage").check_all(segment)
 
 
+def host_unblocklist(conf: cfg.ConfigOpts) -> None:
+    """Lift storage fencing's Ceph blocklist of a host by hand: the addresses of its ``ceph``
+    entries still in the OSD map's blocklist (docs/operations.md "Storage fencing")."""
+    from masakari.db import hosts as hosts_db
+    from masakari.engine.fencing import FencedHost
+    from masakari.fencing.base import CEPH, FenceError
+    from masakari.fencing.ceph import CephBlocklist, entity
+
+    fencing = _readable_fencing(conf)
+    if fencing is None:
+        raise CommandError(
+            "The fencing file ([fencing] config_file) cannot be read: run this as "
+            "masakari-engine's user"
+        )
+    db = Database.from_conf(conf)
+    try:
+        with db.reader() as session:
+            try:
+                row = hosts_db.get_by_name(session, conf.category.host_name)
+            except exception.HostNotFoundByName as exc:
+                raise CommandError(exc.message) from exc
+            host = hosts_db.get_for_recovery(session, row.uuid)
+    finally:
+        db.dispose()
+    assert host is not None
+    fenced = FencedHost(host.name, host.segment_name, host.failover_segment_id)
+    specs = [spec for spec in fencing.drivers_for(fenced) if spec.type == CEPH]
+    if not specs:
+        raise CommandError(f"Host {host.name} has no ceph entry in {fencing.path}")
+    failed = False
+    for spec in specs:
+        try:
+            blocklist = CephBlocklist(spec)
+            removed = blocklist.remove(blocklist.ips())
+        except FenceError as exc:
+            print(f"{spec.describe()}: {exc.why}")
+            failed = True
+            continue
+        shown = ", ".join(entity(ip) for ip in removed)
+        print(f"{spec.describe()}: " + (f"removed {shown}" if removed else "not blocklisted"))
+    if failed:
+        raise CommandError("Result: the blocklist of some address may remain")
+
+
 def _add_planning_parsers(subparsers: Any) -> None:
-    host = subparsers.add_parser("host", help="hosts: recovery plans")
+    host = subparsers.add_parser("host", help="hosts: recovery plans, Ceph blocklist")
     actions = host.add_subparsers(dest="action")
     actions.required = True
     plan = actions.add_parser("plan", help="what recovering HOST would do now (changes nothing)")
     plan.add_argument("host_name", metavar="HOST", help="the host's name")
     plan.add_argument("--format", choices=("text", "json"), default="text")
+    lift = actions.add_parser(
+        "unblocklist", help="lift storage fencing's Ceph blocklist of HOST (its ceph entries)"
+    )
+    lift.add_argument("host_name", metavar="HOST", help="the host's name")
     segment = subparsers.add_parser("segment", help="segments: readiness checks")
     actions = segment.add_subparsers(dest="action")
     actions.required = True
@@ -370,7 +418,7 @@ COMMANDS: dict[str, dict[str, Callable[[cfg.ConfigOpts], None]]] = {
         "cancel": notification_cancel,
         "show": notification_show,
     },
-    "host": {"plan": host_plan},
+    "host": {"plan": host_plan, "unblocklist": host_unblocklist},
     "segment": {"check": segment_check},
     "engine": {"list": engine_list},
 }

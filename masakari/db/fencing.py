@@ -28,7 +28,11 @@ KDUMP = "kdump"
 LEASE = "lease"
 # An operator released the held notification: their word that the host is dead.
 RELEASE = "release"
-ACTIONS = (OFF, STATUS, ON, KDUMP, LEASE, RELEASE)
+# Storage fencing (a ceph entry): the host's addresses added to the OSD map's blocklist, and
+# lifted from it on the host's return.
+BLOCKLIST = "blocklist"
+UNBLOCKLIST = "unblocklist"
+ACTIONS = (OFF, STATUS, ON, KDUMP, LEASE, RELEASE, BLOCKLIST, UNBLOCKLIST)
 
 # Results. SENT: the call went out and no answer is recorded yet (the engine died, or is
 # still waiting). The others are the answer.
@@ -47,12 +51,21 @@ DEAD = "dead"  # the operator's release
 RENEWING = "renewing"  # the lease's counter changed: the host runs (a veto)
 STALLED = "stalled"  # unchanged for interval x misses: the power drivers may go on
 EXPIRED = "expired"  # unchanged past the watchdog's timeout: the host is proven dead
+BLOCKLISTED = "blocklisted"  # every address read back in the OSD map's blocklist
+NOT_LISTED = "not listed"  # added, and not in the blocklist read back
+LIFTED = "lifted"  # removed from the blocklist
 # Checks only: a host the fencing file gives no driver.
 UNFENCED = "unfenced"
 OK = "ok"
 
 # An attempt that proves the host dead.
-PROOFS = {(STATUS, POWER_OFF), (KDUMP, CRASHED), (LEASE, EXPIRED), (RELEASE, DEAD)}
+PROOFS = {
+    (STATUS, POWER_OFF),
+    (KDUMP, CRASHED),
+    (LEASE, EXPIRED),
+    (RELEASE, DEAD),
+    (BLOCKLIST, BLOCKLISTED),
+}
 
 MAX_MESSAGE = 2048
 

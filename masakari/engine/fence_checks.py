@@ -19,7 +19,7 @@ from masakari.db import fencing
 from masakari.db.database import Database, transaction
 from masakari.engine.fencing import FencedHost, HostFencing
 from masakari.engine.ports import Clock
-from masakari.fencing.base import KDUMP, LEASE, DriverSpec
+from masakari.fencing.base import CEPH, KDUMP, LEASE, DriverSpec
 
 LOG = logging.getLogger(__name__)
 
@@ -99,6 +99,8 @@ class FenceChecker:
                 message = f"address resolves; kdump listener: {where}"
             elif spec.type == LEASE:
                 message = "its slot is renewed by an agent with a watchdog"
+            elif spec.type == CEPH:
+                message = "the OSD map's blocklist reads"
             else:
                 message = "power state: " + (found.state.value if found.state else "unknown")
         else:

@@ -3,8 +3,9 @@ its instances is started elsewhere.
 
 Not to be confused with *lease fencing* (:mod:`masakari.engine.lease`, docs/engine.md
 § Fencing), which stops an engine whose claim on a notification ran out. Here the thing
-fenced is a compute host, through its BMC (IPMI, Redfish), a ClusterLabs fence agent, or the
-proof of a kernel crash (fence_kdump's message), or its shared-disk lease.
+fenced is a compute host, through its BMC (IPMI, Redfish), a ClusterLabs fence agent, the
+proof of a kernel crash (fence_kdump's message) or its shared-disk lease, or cut off its Ceph
+storage.
 
 - :mod:`masakari.fencing.base`: the contract every driver keeps, and what the fencing file
   says about one driver (:class:`~masakari.fencing.base.DriverSpec`).
@@ -19,4 +20,6 @@ proof of a kernel crash (fence_kdump's message), or its shared-disk lease.
 - :mod:`masakari.fencing.lease`: the shared-disk lease: its slot format, and the judgement
   of a host's slot (renewing: a veto; expired: a proof). Its host side is
   :mod:`masakari.cmd.lease_agent`.
+- :mod:`masakari.fencing.ceph`: storage fencing: a host's client addresses in the Ceph OSD
+  map's blocklist (the ``ceph`` command).
 """

@@ -36,7 +36,9 @@ KDUMP = "kdump"
 # The host's shared-disk lease (masakari.fencing.lease): a veto while it renews, a proof once
 # it expired; no power driver either.
 LEASE = "lease"
-TYPES = (IPMI, REDFISH, AGENT, KDUMP, LEASE)
+# Storage fencing: the host cut off its Ceph RBD disks (masakari.fencing.ceph).
+CEPH = "ceph"
+TYPES = (IPMI, REDFISH, AGENT, KDUMP, LEASE, CEPH)
 
 
 class PowerState(enum.Enum):

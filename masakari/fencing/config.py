@@ -45,7 +45,7 @@ from typing import Any
 import jsonschema
 import yaml
 
-from masakari.fencing import base, lease
+from masakari.fencing import base, ceph, lease
 
 LOG = logging.getLogger(__name__)
 
@@ -136,6 +136,17 @@ _DRIVER_SCHEMAS: dict[str, dict[str, Any]] = {
         "required": ["driver", "path", "watchdog_timeout"],
         "additionalProperties": False,
     },
+    # The host's client IPs (or names) on the Ceph public network, and the cluster's
+    # ceph.conf and cephx user (masakari.fencing.ceph).
+    base.CEPH: {
+        "type": "object",
+        "properties": {key: _COMMON[key] for key in ("driver", "name", "address", "timeout")}
+        | ceph.KEYS,
+        "required": ["driver"],
+        "if": {"not": {"required": ["address"]}},
+        "then": {"required": ["addresses"]},
+        "additionalProperties": False,
+    },
 }
 
 _FILE_SCHEMA = {
@@ -199,6 +210,8 @@ class _Entry:
             self.address = raw["path"]
             options = lease.entry_options(raw)
             self.timeout = float(options.pop("timeout"))
+        elif self.type == base.CEPH:
+            options = ceph.options(raw)
         self.options = options
 
     def spec_for(self, host: str) -> base.DriverSpec:
@@ -434,7 +447,7 @@ def _describe(error: jsonschema.ValidationError) -> str:
     if kind in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
         words = {"minimum": ">=", "exclusiveMinimum": ">", "maximum": "<=", "exclusiveMaximum": "<"}
         return prefix + f"must be {words[kind]} {spec}"
-    if kind == "minLength":
+    if kind in ("minLength", "minItems"):
         return prefix + "must not be empty"
     if kind == "maxLength":
         return prefix + f"must be at most {spec} characters"

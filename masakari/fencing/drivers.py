@@ -1,7 +1,8 @@
 """The power drivers by type, and the readiness doctor's read-only check of one entry.
 
 ``power_driver(spec)`` builds the driver of a fencing-file entry (``ipmi``, ``redfish``,
-``agent``); ``kdump`` entries are no power driver (the engine asks its crash proof instead).
+``agent``); ``kdump`` entries are no power driver (the engine asks its crash proof instead),
+nor are ``ceph`` entries (storage fencing: :mod:`masakari.fencing.ceph`, which checks its own).
 ``check(spec)`` reads the power state once, changing nothing, and says whether the driver is
 reachable, whether its credentials work, and the state, or why not.
 """
@@ -53,6 +54,8 @@ def power_driver(spec: base.DriverSpec) -> base.PowerDriver:
     except KeyError:
         if spec.type in (base.KDUMP, base.LEASE):
             raise ValueError(f"a {spec.type} entry is a proof, not a power driver") from None
+        if spec.type == base.CEPH:
+            raise ValueError("a ceph entry is a storage fence, not a power driver") from None
         raise ValueError(f"unknown driver type {spec.type!r}") from None
     return factory(spec)
 
@@ -82,7 +85,12 @@ def unbuildable(
         if spec.type in (base.KDUMP, base.LEASE):
             continue  # a proof, not a power driver: nothing to build
         try:
-            build(spec)
+            if spec.type == base.CEPH:
+                from masakari.fencing.ceph import CephBlocklist
+
+                CephBlocklist(spec)
+            else:
+                build(spec)
         except (base.FenceError, ValueError) as exc:
             found.append(Unbuildable(where, spec.describe(), base.why_of(exc)))
     return found
@@ -127,8 +135,9 @@ def check(
     build: Callable[[base.DriverSpec], base.PowerDriver] = power_driver,
 ) -> Check:
     """One power-status read through ``spec``'s driver (nothing is switched); for a kdump
-    entry, that its address resolves; for a lease, one read of the host's slot. Returns
-    within about ``spec.timeout``.
+    entry, that its address resolves; for a lease, one read of the host's slot; for a ceph
+    entry, one read of the OSD map's blocklist as its user. Returns within about
+    ``spec.timeout``.
 
     A read that answers neither on nor off (unknown, or no state at all) fails the check:
     the same read could never confirm the host off after a fence."""
@@ -158,6 +167,18 @@ def check(
 
         error = lease.check(spec)
         return done(None, None, error=error)
+    if spec.type == base.CEPH:
+        from masakari.fencing import ceph
+
+        try:
+            ceph.probe(spec)
+        except base.Unreachable as exc:
+            return done(False, None, error=exc.why)
+        except base.Refused as exc:
+            return done(True, False, error=exc.why)
+        except base.FenceError as exc:
+            return done(None, None, error=exc.why)
+        return done(True, True)  # no power state: a storage fence has none
     try:
         driver = build(spec)
     except (base.FenceError, ValueError) as exc:

@@ -9,11 +9,12 @@ read every ``confirm_interval`` until it reads Off, up to ``confirm_timeout``; a
 entry passes when a crash message from the host's address arrived within ``kdump_max_age``
 before the report (waiting up to the entry's ``wait``); a ``lease`` entry passes when the
 host's slot on shared storage stays unchanged past its expiry
-(:mod:`masakari.engine.host_lease`). The first success proves the host dead. When none
-does, the notification is held for an operator (:class:`~masakari.engine.errors.Held`).
-Before the first power driver runs, wherever the lease entries sit in the list, each is
-watched until it stalls: a host that still renews its lease runs (a partition, not a
-death) and is held, neither fenced nor evacuated.
+(:mod:`masakari.engine.host_lease`); a ceph entry once the host's addresses read back in
+the OSD map's blocklist (:mod:`masakari.engine.recovery.storage_fence`). The first success
+proves the host dead. When none does, the notification is held for an operator
+(:class:`~masakari.engine.errors.Held`). Before the first power driver runs, wherever the
+lease entries sit in the list, each is watched until it stalls: a host that still renews
+its lease runs (a partition, not a death) and is held, neither fenced nor evacuated.
 
 What was done before is read first: an engine taking the recovery over (or the periodic
 retry) does not fence a host already proven dead, and reads the state back before it sends
@@ -38,9 +39,10 @@ from masakari.engine.fence_effects import Attempt
 from masakari.engine.fencing import FencedHost, HostFencing
 from masakari.engine.host_lease import HostLeases
 from masakari.engine.progress import FlowProgress
+from masakari.engine.recovery import storage_fence
 from masakari.engine.recovery.flow import Store, TaskContext
 from masakari.fencing import kdump
-from masakari.fencing.base import KDUMP, LEASE, DriverSpec, FenceError, why_of
+from masakari.fencing.base import CEPH, KDUMP, LEASE, DriverSpec, FenceError, why_of
 
 LOG = logging.getLogger(__name__)
 
@@ -120,9 +122,12 @@ def _fence(
             why = _kdump(ctx, fencing, host, position, spec, since)
         elif spec.type == LEASE:
             why = leases.prove(position, ctx.update_details, held)
+        elif spec.type == CEPH:
+            why = storage_fence.blocklist(ctx, host, position, spec)
         else:
             why = _power_off(ctx, fencing, host, position, spec)
         if why is None:
+            storage_fence.after_proof(ctx, host, specs, position)
             ctx.store.host_fenced = True
             return
         failures.append(f"{spec.describe()}: {why}")

@@ -1,7 +1,8 @@
 """Host return: a recovered host reports that it is back; undo what its recovery changed.
 
 Each step is its own [host_return] option, and each is recorded in the notification's
-recovery_workflow_details like a recovery step (task ReturnHostTask).
+recovery_workflow_details like a recovery step (task ReturnHostTask). A host with ``ceph``
+fencing entries also has its Ceph blocklist lifted there (storage_fence.lift).
 """
 
 from __future__ import annotations
@@ -11,7 +12,10 @@ import logging
 from masakari.compute.servers import compute_service, first_service
 from masakari.db import statuses
 from masakari.engine.context import RunContext
+from masakari.engine.fencing import FencedHost
+from masakari.engine.recovery import storage_fence
 from masakari.engine.recovery.flow import Flow, Store, TaskContext, required, run_flow, task
+from masakari.fencing.base import CEPH
 
 LOG = logging.getLogger(__name__)
 
@@ -55,7 +59,22 @@ def return_host(ctx: TaskContext) -> None:
             ctx.update_details(f"Host '{host_name}' is no longer on maintenance", 0.9)
         else:
             ctx.update_details(f"Host '{host_name}' was not on maintenance", 0.9)
+    _lift_blocklist(ctx, host_uuid, host_name)
     ctx.update_details(f"Host '{host_name}' returned", 1.0)
+
+
+def _lift_blocklist(ctx: TaskContext, host_uuid: str, host_name: str) -> None:
+    """Storage fencing's blocklist lifted, when the host has ceph entries (its
+    nova-compute read now: up once its forced_down is unset)."""
+    fencing = ctx.run.fencing
+    host = ctx.effects.hosts.host(host_uuid)
+    if fencing is None or host is None:
+        return
+    fenced = FencedHost(host.name, host.segment_name, host.failover_segment_id)
+    if not any(spec.type == CEPH for spec in fencing.drivers_for(fenced)):
+        return
+    service = first_service(ctx.nova.find_compute_services(host_name))
+    storage_fence.lift(ctx, fenced, service)
 
 
 def _return_spares(ctx: TaskContext, host_uuid: str, host_name: str) -> None:

@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from masakari.fencing import agent, base, drivers
+from masakari.fencing import agent, base, ceph, drivers
 from masakari.fencing.config import FencingFile, FencingFileError
 
 SECRET = "T0P-s3cret-9f2c"
@@ -229,8 +229,83 @@ def test_the_sample_file_is_a_valid_fencing_file() -> None:
     assert fencing.drivers_for("rack2-17", "segment-az1") is None
     _, edge = fencing.drivers_for("edge-4")
     assert (edge.type, edge.timeout, edge.options["host"]) == ("lease", 22.0, "edge-4")
+    ipmi, ceph = fencing.drivers_for("rack3-04")
+    assert (ceph.type, ceph.address, ceph.options["user"]) == (
+        "ceph",
+        "rack3-04.storage",
+        "masakari-fence",
+    )
     (agent,) = fencing.drivers_for("compute-99", "segment-az1")
     assert agent.options == {"agent": "fence_ipmilan", "lanplus": "1", "power_timeout": "15"}
+
+
+CEPH = textwrap.dedent(
+    """\
+    hosts:
+      "rack3-*":
+        - driver: ceph
+          name: "{host}-rbd"
+          address: "{host}.storage"
+          addresses: [10.30.0.7, "{host}.storage2"]
+          conf: /etc/ceph/ceph.conf
+          user: masakari-fence
+          keyring: /etc/ceph/ceph.client.masakari-fence.keyring
+          expire: 86400
+          after_power: true
+          timeout: 5
+    """
+)
+
+
+def test_a_ceph_entry_host_filled_in_everywhere() -> None:
+    (spec,) = FencingFile.parse(CEPH).drivers_for("rack3-04")
+    assert (spec.type, spec.name, spec.address, spec.timeout) == (
+        "ceph",
+        "rack3-04-rbd",
+        "rack3-04.storage",
+        5.0,
+    )
+    assert spec.options == {
+        "addresses": "10.30.0.7,rack3-04.storage2",
+        "conf": "/etc/ceph/ceph.conf",
+        "user": "masakari-fence",
+        "keyring": "/etc/ceph/ceph.client.masakari-fence.keyring",
+        "expire": "86400",
+        "after_power": "1",
+    }
+
+
+def test_a_ceph_entry_is_built_without_its_cluster_unless_the_ceph_command_is_missing(
+    monkeypatch,
+) -> None:
+    entries = FencingFile.parse(CEPH).entries()
+    monkeypatch.setattr(ceph, "CEPH", "/bin/sh")  # any program: nothing is run
+    assert drivers.unbuildable(entries) == []
+    monkeypatch.setattr(ceph, "CEPH", "/nonexistent/ceph")
+    monkeypatch.setattr(ceph.shutil, "which", lambda name: None)
+    assert [(u.where, u.why) for u in drivers.unbuildable(entries)] == [
+        ("hosts['rack3-*'][0]", "the ceph command is missing (Debian package ceph-common)")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("entry", "says"),
+    [
+        ("{driver: ceph}", "(ceph): 'addresses' is required"),
+        ("{driver: ceph, addresses: []}", "addresses: must not be empty"),
+        ("{driver: ceph, addresses: ['10.0.0.1,10.0.0.2']}", "addresses[0]: must be one address"),
+        ("{driver: ceph, address: a, conf: ceph.conf}", "conf: must be an absolute path"),
+        ("{driver: ceph, address: a, keyring: k}", "keyring: must be an absolute path"),
+        ("{driver: ceph, address: a, user: 'client admin'}", "user: must be a cephx user's id"),
+        ("{driver: ceph, address: a, expire: 0}", "expire: must be > 0"),
+        ("{driver: ceph, address: a, after_power: 1}", "after_power: must be true or false"),
+        ("{driver: ceph, address: a, password: p}", "unknown key(s): password"),
+    ],
+)
+def test_ceph_entry_errors(entry, says) -> None:
+    with pytest.raises(FencingFileError) as caught:
+        FencingFile.parse(f"hosts: {{compute-1: [{entry}]}}", "/etc/masakari/fencing.yaml")
+    assert says in str(caught.value)
 
 
 def test_entries_in_file_order_named_as_errors_name_them(fencing) -> None:
