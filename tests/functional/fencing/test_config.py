@@ -157,6 +157,11 @@ def entry(**fields: object) -> str:
         (entry(address='""'), "address: must not be empty"),
         (entry(system="/x"), "unknown key(s): system"),
         (entry(driver="redfish", verify='""'), "verify: must not be empty"),
+        (entry(driver="redfish", address="http://bmc"), "http:// sends the BMC password in clear"),
+        (entry(driver="redfish", address="HTTP://bmc:80/x"), "http:// sends the BMC password"),
+        (entry(driver="redfish", address="ftp://bmc"), "the URL's scheme must be https"),
+        (entry(driver="redfish", allow_http='"yes"'), "allow_http: must be true or false"),
+        (entry(allow_http="true"), "unknown key(s): allow_http"),
         (entry(driver="agent"), "'agent' is required"),
         (entry(driver="agent", agent='"rm -rf /"'), "agent: must be a fence agent's name"),
         (entry(driver="agent", agent="fence_x", args="{passwd: x}"), "args: passwd may not"),
@@ -177,6 +182,22 @@ def test_errors_name_the_file_and_the_entry_never_a_value(text, says) -> None:
     assert message.startswith("fencing file /etc/masakari/fencing.yaml: ")
     assert says in message
     assert SECRET not in message and "987654321" not in message
+
+
+def test_redfish_over_http_only_when_the_entry_says_so(caplog) -> None:
+    allowed = entry(driver="redfish", address='"http://{host}-bmc:8000"', allow_http="true")
+    with caplog.at_level(logging.WARNING, logger="masakari.fencing.config"):
+        fencing = FencingFile.parse(allowed, "/etc/masakari/fencing.yaml")
+    (spec,) = fencing.drivers_for("compute-1")
+    assert spec.address == "http://compute-1-bmc:8000"
+    assert "allow_http" not in spec.options
+    (warning,) = caplog.records
+    assert "hosts['compute-1'][0] (redfish)" in warning.getMessage()
+    assert SECRET not in warning.getMessage()
+    # https, or no scheme at all (https), needs no key; allow_http with https changes nothing.
+    for address in ("https://bmc", "bmc", "bmc.example:8443"):
+        FencingFile.parse(entry(driver="redfish", address=address), "f.yaml")
+    FencingFile.parse(entry(driver="redfish", address="https://bmc", allow_http="false"), "f")
 
 
 def test_load_reads_the_file_and_warns_once_when_others_may_read_it(tmp_path, caplog) -> None:
