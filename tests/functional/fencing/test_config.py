@@ -91,6 +91,37 @@ def test_patterns_in_file_order_and_host_filled_in(fencing) -> None:
     assert redfish.timeout == base.DriverSpec.timeout
 
 
+def test_host_is_replaced_in_every_string_of_an_entry() -> None:
+    text = textwrap.dedent(
+        """\
+        hosts:
+          "c-*":
+            - driver: redfish
+              name: "{host}-r"
+              address: "https://{host}-bmc"
+              username: "u-{host}"
+              password: "p-{host}"
+              system: "S-{host}"
+              verify: "/etc/ca/{host}.pem"
+            - driver: agent
+              name: "{host}-a"
+              agent: "/opt/{host}/fence_x"
+              address: "{host}-ipmi"
+              username: "u-{host}"
+              password: "p-{host}"
+              port: 623
+              args: {k: "v-{host}", n: 5}
+        """
+    )
+    redfish, agent = FencingFile.parse(text, "f.yaml").drivers_for("c-7")
+    strings = [redfish.name, redfish.address, redfish.username, redfish.password]
+    strings += [agent.name, agent.address, agent.username, agent.password]
+    strings += [*redfish.options.values(), *agent.options.values()]
+    assert "{host}" not in repr(strings)
+    assert all("c-7" in value for value in strings if value != "5"), strings
+    assert agent.options == {"agent": "/opt/c-7/fence_x", "k": "v-c-7", "n": "5"}
+
+
 def test_segment_default_by_uuid_then_name(fencing) -> None:
     (agent,) = fencing.drivers_for("compute-7", "segment-a", "1f7a4b36-5a39-4b7e-9a55-0c1f6cbd2b1a")
     assert agent.type == "agent"
