@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -46,10 +47,10 @@ def members_show(tmp_path: Path) -> Iterator[tuple[Deployment, str]]:
         yield dep, _fenced_notification(dep)
 
 
-def _shown(dep: Deployment, nid: str, headers: dict[str, str]) -> dict[str, object]:
+def _shown(dep: Deployment, nid: str, headers: dict[str, str]) -> dict[str, Any]:
     r = dep.request("GET", f"/v1/notifications/{nid}", headers=headers, version="1.7")
     assert r.status_int == 200, r.text
-    shown: dict[str, object] = r.json["notification"]
+    shown: dict[str, Any] = r.json["notification"]
     return shown
 
 
@@ -64,10 +65,10 @@ def test_a_member_allowed_to_show_sees_neither_field(members_show) -> None:
 def test_an_admin_sees_both(members_show) -> None:
     dep, nid = members_show
     shown = _shown(dep, nid, ADMIN)
-    assert [(a["driver"], a["result"]) for a in shown["fencing"]] == [  # type: ignore[attr-defined]
+    assert [(a["driver"], a["result"]) for a in shown["fencing"]] == [
         ("ipmi 192.0.2.1:623", "refused")
     ]
-    assert [e["kind"] for e in shown["evidence"]][:1] == ["report"]  # type: ignore[attr-defined]
+    assert [e["kind"] for e in shown["evidence"]][:1] == ["report"]
 
 
 @pytest.mark.parametrize("granted", [policies.FENCING, policies.EVIDENCE])
