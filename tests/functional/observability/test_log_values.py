@@ -7,6 +7,7 @@ import logging
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,9 +25,18 @@ FORGED = "2026-12-01 00:00:00.000 1 ERROR masakari.engine [-] forged line"
 HOSTILE = f"nova-compute\n{FORGED}\x1b[2J"
 
 
+@pytest.fixture
+def inert_records() -> Iterator[None]:
+    """What setup_logging installs, for one test: the process's record factory after it."""
+    before = logging.getLogRecordFactory()
+    logvalues.install()
+    yield
+    logging.setLogRecordFactory(before)
+
+
+@pytest.mark.usefixtures("inert_records")
 def test_a_newline_in_process_name_forges_no_log_line(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO)
-    logvalues.install()  # what setup_logging does
     with Deployment({"DEFAULT": {"engine_poll_interval": "0.1"}}) as dep:
         segment_with_host(dep)
         payload = {"event": "STARTED", "process_name": HOSTILE}
@@ -102,9 +112,9 @@ def test_escaped_under_the_deployers_logging_config(tmp_path: Path) -> None:
     assert "\x1b" not in text and "\r" not in text
 
 
+@pytest.mark.usefixtures("inert_records")
 def test_escaped_on_every_handler_and_logger(tmp_path: Path) -> None:
     """In-process: whatever handler a record reaches, its arguments are escaped."""
-    logvalues.install()
     logger = logging.getLogger("masakari.test.logvalues")
     handler = logging.FileHandler(tmp_path / "m.log")
     logger.addHandler(handler)  # not the root logger's: no filter of ours on it
