@@ -44,8 +44,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     if not settings.strict_http():
         LOG.info(
-            "gunicorn %s: malformed requests are dropped without a 400 and pipelined "
-            "requests are not served; gunicorn >= %s (the masakari[server] extra) does both",
+            "gunicorn %s: pipelined requests are not served, nor is Connection: close said "
+            "with keep_alive = false; gunicorn >= %s (the masakari[server] extra) does both",
             ".".join(map(str, settings.gunicorn_version())),
             ".".join(map(str, settings.STRICT_GUNICORN)),
         )

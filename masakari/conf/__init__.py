@@ -95,4 +95,4 @@ def for_tests(**overrides: Any) -> cfg.ConfigOpts:
 def setup_logging(conf: cfg.ConfigOpts) -> None:
     """Configure Python logging from the oslo.log options of ``conf``."""
     log.setup(conf, PROJECT, version=version())
-    logvalues.install()  # on the handlers oslo.log has just set up
+    logvalues.install()  # whatever handlers log.setup set up, or the log_config_append file

@@ -41,11 +41,12 @@ import os
 import stat
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 import jsonschema
 import yaml
 
-from masakari.fencing import base, ceph, lease
+from masakari.fencing import base, ceph, lease, redfish
 
 LOG = logging.getLogger(__name__)
 
@@ -95,6 +96,9 @@ _DRIVER_SCHEMAS: dict[str, dict[str, Any]] = {
         system={"type": "string", "minLength": 1},
         # TLS: true (the system's CAs), false (no check), or a CA bundle's path.
         verify={"type": ["boolean", "string"], "minLength": 1},
+        # An http:// address is refused without it: basic authentication sends the
+        # password with every request, in clear text over http.
+        allow_http={"type": "boolean"},
     ),
     base.AGENT: _entry_schema(
         ["agent"],
@@ -382,6 +386,8 @@ def _entries(raw: Any, path: str, where: str) -> list[_Entry]:
                 f"fencing file {path}: {at}: address: no credentials in it (username: and "
                 "password: hold them)"
             )
+        if driver == base.REDFISH:
+            _check_redfish_scheme(item, path, at)
         if driver == base.AGENT:
             reserved = sorted(_AGENT_RESERVED & set(item.get("args", {})))
             if reserved:
@@ -395,6 +401,27 @@ def _entries(raw: Any, path: str, where: str) -> list[_Entry]:
             raise FencingFileError(f"fencing file {path}: {at}: {problem}")
         entries.append(_Entry(item))
     return entries
+
+
+def _check_redfish_scheme(item: Mapping[str, Any], path: str, at: str) -> None:
+    scheme = urlsplit(redfish.base_url(item["address"])).scheme.lower()
+    if scheme == "https":
+        return
+    if scheme != "http":
+        raise FencingFileError(
+            f"fencing file {path}: {at}: address: the URL's scheme must be https (or http "
+            "with allow_http: true)"
+        )
+    if not item.get("allow_http"):
+        raise FencingFileError(
+            f"fencing file {path}: {at}: address: http:// sends the BMC password in clear "
+            "text with every request; use https, or set allow_http: true to accept that"
+        )
+    LOG.warning(
+        "fencing file %s: %s: the BMC password travels in clear text (http, allow_http: true)",
+        path,
+        at,
+    )
 
 
 def _validate(data: Any, schema: Mapping[str, Any], path: str, where: str) -> None:

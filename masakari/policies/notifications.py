@@ -14,6 +14,8 @@ CREATE = _NAME % "create"
 DISCOVERABLE = _NAME % "discoverable"
 RELEASE = _NAME % "release"
 CANCEL = _NAME % "cancel"
+FENCING = _NAME % "fencing"
+EVIDENCE = _NAME % "evidence"
 
 RULES: list[policy.RuleDefault] = [
     policy.DocumentedRuleDefault(
@@ -45,6 +47,23 @@ RULES: list[policy.RuleDefault] = [
         check_str=base.RULE_ADMIN_API,
         description="Cancel a held notification: nothing is recovered (microversion 1.4).",
         operations=[{"method": "POST", "path": "/notifications/{notification_id}/action"}],
+    ),
+    # Not operations of their own: whether notification show includes a field. Both hold
+    # what a project's members should not read (BMC addresses, agent errors, monitors'
+    # signals) even when a policy file opens the notification rules to them.
+    policy.DocumentedRuleDefault(
+        name=FENCING,
+        check_str=base.RULE_ADMIN_API,
+        description="See the host fencing attempts (field fencing) in notification show "
+        "(microversion 1.6); without it the field is left out.",
+        operations=[{"method": "GET", "path": "/notifications/{notification_id}"}],
+    ),
+    policy.DocumentedRuleDefault(
+        name=EVIDENCE,
+        check_str=base.RULE_ADMIN_API,
+        description="See the evidence of a host failure (field evidence) in notification show "
+        "(microversion 1.7); without it the field is left out.",
+        operations=[{"method": "GET", "path": "/notifications/{notification_id}"}],
     ),
     policy.RuleDefault(
         name=DISCOVERABLE,

@@ -63,7 +63,7 @@ def log_access(
         line = DEFAULT_LINE % fields
     # oslo.log prints the context's request id where it prints it for any other line.
     ctx = oslo_context.RequestContext(request_id=fields["request_id"], overwrite=False)
-    ACCESS.info(line, extra={"context": ctx})
+    ACCESS.info("%s", line, extra={"context": ctx})  # the client's path made inert (logvalues)
 
 
 def access_fields(

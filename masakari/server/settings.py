@@ -15,14 +15,18 @@ from oslo_config import cfg
 # thread's cost. The fast parser (gunicorn-h1c, picohttpparser) is the strictest one: it
 # also refuses chunk sizes that overflow 64 bits, which the pure-Python parser accepts.
 WORKER_CLASS = "gunicorn.workers.gasgi.ASGIWorker"
+# The same, answering the parse errors that releases before STRICT_GUNICORN leave to the
+# event loop (a traceback logged, the connection closed without an answer).
+FALLBACK_WORKER_CLASS = "masakari.server.worker.Worker"
 HTTP_PARSER = "fast"
 
-# The first gunicorn whose asyncio worker answers malformed framing with one 400 and closes,
-# serves pipelined requests and says "Connection: close" when it closes. Older releases (the
-# ones OpenStack's upper-constraints pin: 25.2.0, 26.0.0) still keep idle and half-sent
-# connections off the threads and never pass an ambiguous request on, but close such a
-# connection without an answer and drop the second of two pipelined requests
-# (docs/deployment.md, "The HTTP server"; the `server` extra installs the newer one).
+# The first gunicorn whose asyncio worker answers every request its parser refuses with one
+# 400 and closes, serves pipelined requests and says "Connection: close" when it closes. Older
+# releases (the ones OpenStack's upper-constraints pin: 25.2.0, 26.0.0) still keep idle and
+# half-sent connections off the threads and never pass an ambiguous request on, but leave most
+# parser errors to the event loop (FALLBACK_WORKER_CLASS answers those) and drop the second
+# of two pipelined requests (docs/deployment.md, "The HTTP server"; the `server` extra
+# installs the newer one).
 STRICT_GUNICORN = (27, 0, 1)
 
 
@@ -87,7 +91,7 @@ def gunicorn_settings(conf: cfg.ConfigOpts) -> dict[str, Any]:
     settings: dict[str, Any] = {
         "bind": [bind_address(conf)],
         "workers": worker_count(conf),
-        "worker_class": WORKER_CLASS,
+        "worker_class": WORKER_CLASS if strict_http() else FALLBACK_WORKER_CLASS,
         "http_parser": HTTP_PARSER,
         "http_protocols": "h1",
         "keepalive": keepalive(conf),

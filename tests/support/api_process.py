@@ -19,8 +19,8 @@ from tests.support.ports import free_port
 
 BINDIR = os.path.dirname(sys.executable)
 
-# The installed gunicorn answers malformed framing with a 400 and serves pipelined requests
-# (the `server` extra); the upper-constraints' gunicorn does neither (docs/deployment.md).
+# The installed gunicorn serves pipelined requests and says "Connection: close" (the `server`
+# extra); the upper-constraints' gunicorn does neither (docs/deployment.md).
 STRICT = settings.strict_http()
 
 
@@ -56,8 +56,9 @@ class APIProcess:
             )
         if sync_url is not None or db_url.startswith("sqlite"):
             self._sync(directory, sync_url or db_url)
+        self.stderr_path = os.path.join(directory, "stderr.log")
         # The child has its own copy of the log's descriptor: ours is closed once it started.
-        with open(os.path.join(directory, "stderr.log"), "wb") as log:
+        with open(self.stderr_path, "wb") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "masakari.cmd.api", "--config-file", self.conf],
                 stdout=subprocess.DEVNULL,
@@ -109,6 +110,10 @@ class APIProcess:
                 return fh.read()
         except FileNotFoundError:
             return ""
+
+    def stderr(self) -> str:
+        with open(self.stderr_path, errors="replace") as fh:
+            return fh.read()
 
     def stop(self) -> int:
         """SIGTERM, as a service manager does; the exit status."""

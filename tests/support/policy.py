@@ -15,10 +15,13 @@ def entry_point(group: str, name: str) -> Any:
     return {ep.name: ep for ep in metadata.entry_points(group=group)}[name].load()
 
 
-# Rules the reference does not have: the held-notification action of microversion 1.4.
+# Rules the reference does not have: the held-notification action of microversion 1.4, the
+# recovery plan and readiness of 1.5, the fencing and evidence fields of 1.6 and 1.7.
 PROJECT_ONLY = {
     notifications.RELEASE,
     notifications.CANCEL,
+    notifications.FENCING,
+    notifications.EVIDENCE,
     hosts.RECOVERY_PLAN,
     segments.READINESS,
 }

@@ -1,5 +1,5 @@
 """masakari.policies and masakari.policy: the 27 default rules of the reference and the
-project's own (microversion 1.4), overrides, entry points."""
+project's own (microversions 1.4 to 1.7), overrides, entry points."""
 
 from __future__ import annotations
 
@@ -86,6 +86,8 @@ def test_constants_name_the_rules() -> None:
         notifications.DISCOVERABLE,
         notifications.RELEASE,
         notifications.CANCEL,
+        notifications.FENCING,
+        notifications.EVIDENCE,
         vmoves.INDEX,
         vmoves.DETAIL,
         vmoves.DISCOVERABLE,
@@ -123,6 +125,8 @@ def test_documented_operations() -> None:
         notifications.CREATE: [("POST", "/notifications")],
         notifications.RELEASE: [("POST", "/notifications/{notification_id}/action")],
         notifications.CANCEL: [("POST", "/notifications/{notification_id}/action")],
+        notifications.FENCING: [("GET", "/notifications/{notification_id}")],
+        notifications.EVIDENCE: [("GET", "/notifications/{notification_id}")],
         segments.INDEX: [("GET", "/segments")],
         segments.DETAIL: [("GET", "/segments/{segment_id}")],
         segments.CREATE: [("POST", "/segments")],

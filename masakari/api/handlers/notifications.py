@@ -61,7 +61,8 @@ def _view(req: ApiRequest, row: Any, details: list[dict[str, Any]] | None = None
 def show(req: ApiRequest) -> Reply:
     """GET /v1/notifications/{id}: 200; from 1.1 with recovery_workflow_details, from 1.4
     the failed task's last message says why the recovery failed, from 1.6 with the host
-    fencing attempts (``fencing``), from 1.7 with the evidence (lists carry neither)."""
+    fencing attempts (``fencing``), from 1.7 with the evidence (lists carry neither; each
+    only when its own rule allows the caller)."""
     req.can(policies.DETAIL)
     notification_uuid = req.route_args["id"]
     if req.at_least("1.1"):
@@ -69,10 +70,12 @@ def show(req: ApiRequest) -> Reply:
             req.state.db, notification_uuid, failure_message=req.at_least("1.4")
         )
         body = _view(req, row, details)
-        if req.at_least("1.6"):
+        # Each field only for callers its own rule allows (admins by default): opening
+        # notification show to members does not show them BMC addresses and agent errors.
+        if req.at_least("1.6") and req.context.can(policies.FENCING, fatal=False):
             attempts = notifications_api.fence_attempts(req.state.db, notification_uuid)
             body["notification"]["fencing"] = [views.fence_attempt(a) for a in attempts]
-        if req.at_least("1.7"):
+        if req.at_least("1.7") and req.context.can(policies.EVIDENCE, fatal=False):
             found = notifications_api.evidence(req.state.db, notification_uuid)
             body["notification"]["evidence"] = [views.evidence(item) for item in found]
         return ok(body)

@@ -51,20 +51,20 @@ def stop_instance(ctx: TaskContext) -> None:
     is_ha = strutils.bool_from_string(server.metadata.get(key, False))
     if not conf.instance_failure.process_all_instances and not is_ha:
         msg = f"Skipping recovery for instance: {instance_uuid} as it is not Ha_Enabled"
-        LOG.info(msg)
+        LOG.info("%s", msg)  # an argument, so made inert (logvalues)
         ctx.update_details(msg, 1.0)
         raise exception.SkipInstanceRecovery()
 
     if _started_by_earlier_attempt(ctx, instance_uuid):
         msg = f"Instance '{instance_uuid}' was started by an earlier attempt: not stopped again"
-        LOG.info(msg)
+        LOG.info("%s", msg)  # an argument, so made inert (logvalues)
         ctx.update_details(msg, 1.0)
         return
 
     vm_state = server.vm_state
     if vm_state in ("paused", "rescued"):
         msg = f"Recovery of instance '{instance_uuid}' is ignored as it is in '{vm_state}' state."
-        LOG.warning(msg)
+        LOG.warning("%s", msg)  # an argument, so made inert (logvalues)
         ctx.update_details(msg, 1.0)
         raise exception.IgnoreInstanceRecovery(msg)
 

@@ -60,7 +60,7 @@ def prepare_ha_enabled_instances(ctx: TaskContext) -> None:
     if not chosen.chosen:
         msg = f"Skipped host '{host_name}' recovery as no instances needs to be evacuated"
         ctx.update_details(msg, 1.0)
-        LOG.info(msg)
+        LOG.info("%s", msg)  # an argument, so made inert (logvalues)
         raise exception.SkipHostRecovery(message=msg)
 
     created = ctx.effects.record_moves(chosen.chosen, host_name, ctx.run.clock.now())

@@ -39,7 +39,7 @@ def disable_compute_node(ctx: TaskContext) -> None:
     ctx.update_details(f"Disabling compute service on host: '{host_name}'")
     if _disabled(ctx, host_name):
         msg = f"Skipping recovery for process {process_name} as it is already disabled"
-        LOG.info(msg)
+        LOG.info("%s", msg)  # an argument, so made inert (logvalues)
         ctx.update_details(msg, 1.0)
         return
     service = _service(ctx, host_name)

@@ -155,6 +155,7 @@ def test_the_second_driver_fences_when_the_first_fails(
             "driver": "redfish",
             "name": "redfish-b",
             "address": second.url,
+            "allow_http": True,  # the emulator on loopback: no password crosses a network
             "username": USER,
             "password": PASSWORD,
             "timeout": LIVE_TIMEOUT,

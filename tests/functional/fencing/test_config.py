@@ -91,6 +91,37 @@ def test_patterns_in_file_order_and_host_filled_in(fencing) -> None:
     assert redfish.timeout == base.DriverSpec.timeout
 
 
+def test_host_is_replaced_in_every_string_of_an_entry() -> None:
+    text = textwrap.dedent(
+        """\
+        hosts:
+          "c-*":
+            - driver: redfish
+              name: "{host}-r"
+              address: "https://{host}-bmc"
+              username: "u-{host}"
+              password: "p-{host}"
+              system: "S-{host}"
+              verify: "/etc/ca/{host}.pem"
+            - driver: agent
+              name: "{host}-a"
+              agent: "/opt/{host}/fence_x"
+              address: "{host}-ipmi"
+              username: "u-{host}"
+              password: "p-{host}"
+              port: 623
+              args: {k: "v-{host}", n: 5}
+        """
+    )
+    redfish, agent = FencingFile.parse(text, "f.yaml").drivers_for("c-7")
+    strings = [redfish.name, redfish.address, redfish.username, redfish.password]
+    strings += [agent.name, agent.address, agent.username, agent.password]
+    strings += [*redfish.options.values(), *agent.options.values()]
+    assert "{host}" not in repr(strings)
+    assert all("c-7" in value for value in strings if value != "5"), strings
+    assert agent.options == {"agent": "/opt/c-7/fence_x", "k": "v-c-7", "n": "5"}
+
+
 def test_segment_default_by_uuid_then_name(fencing) -> None:
     (agent,) = fencing.drivers_for("compute-7", "segment-a", "1f7a4b36-5a39-4b7e-9a55-0c1f6cbd2b1a")
     assert agent.type == "agent"
@@ -157,6 +188,11 @@ def entry(**fields: object) -> str:
         (entry(address='""'), "address: must not be empty"),
         (entry(system="/x"), "unknown key(s): system"),
         (entry(driver="redfish", verify='""'), "verify: must not be empty"),
+        (entry(driver="redfish", address="http://bmc"), "http:// sends the BMC password in clear"),
+        (entry(driver="redfish", address="HTTP://bmc:80/x"), "http:// sends the BMC password"),
+        (entry(driver="redfish", address="ftp://bmc"), "the URL's scheme must be https"),
+        (entry(driver="redfish", allow_http='"yes"'), "allow_http: must be true or false"),
+        (entry(allow_http="true"), "unknown key(s): allow_http"),
         (entry(driver="agent"), "'agent' is required"),
         (entry(driver="agent", agent='"rm -rf /"'), "agent: must be a fence agent's name"),
         (entry(driver="agent", agent="fence_x", args="{passwd: x}"), "args: passwd may not"),
@@ -189,6 +225,22 @@ def test_errors_name_the_file_and_the_entry_never_a_value(text, says) -> None:
     assert message.startswith("fencing file /etc/masakari/fencing.yaml: ")
     assert says in message
     assert SECRET not in message and "987654321" not in message
+
+
+def test_redfish_over_http_only_when_the_entry_says_so(caplog) -> None:
+    allowed = entry(driver="redfish", address='"http://{host}-bmc:8000"', allow_http="true")
+    with caplog.at_level(logging.WARNING, logger="masakari.fencing.config"):
+        fencing = FencingFile.parse(allowed, "/etc/masakari/fencing.yaml")
+    (spec,) = fencing.drivers_for("compute-1")
+    assert spec.address == "http://compute-1-bmc:8000"
+    assert "allow_http" not in spec.options
+    (warning,) = caplog.records
+    assert "hosts['compute-1'][0] (redfish)" in warning.getMessage()
+    assert SECRET not in warning.getMessage()
+    # https, or no scheme at all (https), needs no key; allow_http with https changes nothing.
+    for address in ("https://bmc", "bmc", "bmc.example:8443"):
+        FencingFile.parse(entry(driver="redfish", address=address), "f.yaml")
+    FencingFile.parse(entry(driver="redfish", address="https://bmc", allow_http="false"), "f")
 
 
 def test_load_reads_the_file_and_warns_once_when_others_may_read_it(tmp_path, caplog) -> None:

@@ -4,11 +4,14 @@ notification's process_name is logged as an escape, on the line that logs it."""
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
-from oslo_config import cfg
 
-from masakari import conf as masakari_conf
 from masakari import logvalues
 from tests.support.deployment import (
     Deployment,
@@ -22,9 +25,18 @@ FORGED = "2026-12-01 00:00:00.000 1 ERROR masakari.engine [-] forged line"
 HOSTILE = f"nova-compute\n{FORGED}\x1b[2J"
 
 
+@pytest.fixture
+def inert_records() -> Iterator[None]:
+    """What setup_logging installs, for one test: the process's record factory after it."""
+    before = logging.getLogRecordFactory()
+    logvalues.install()
+    yield
+    logging.setLogRecordFactory(before)
+
+
+@pytest.mark.usefixtures("inert_records")
 def test_a_newline_in_process_name_forges_no_log_line(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO)
-    logvalues.install()  # what setup_logging does; caplog's handler is on the root logger
     with Deployment({"DEFAULT": {"engine_poll_interval": "0.1"}}) as dep:
         segment_with_host(dep)
         payload = {"event": "STARTED", "process_name": HOSTILE}
@@ -37,22 +49,84 @@ def test_a_newline_in_process_name_forges_no_log_line(caplog: pytest.LogCaptureF
     assert "\x1b" not in text
 
 
-def test_setup_logging_filters_every_handler(tmp_path) -> None:
-    conf = cfg.ConfigOpts()
-    masakari_conf.register_opts(conf)
-    conf(["--log-file", str(tmp_path / "m.log")], project="masakari", default_config_files=[])
-    root = logging.getLogger()
-    before = list(root.handlers)
+def _log_config(path: Path, log_file: Path) -> None:
+    """A deployer's logging file ([DEFAULT] log_config_append): masakari's loggers to a file of
+    their own with their own format, nothing on the root logger (oslo.log's handlers unused)."""
+    path.write_text(
+        textwrap.dedent(
+            f"""\
+            [loggers]
+            keys = root, masakari
+            [handlers]
+            keys = null, file
+            [formatters]
+            keys = plain
+            [logger_root]
+            level = WARNING
+            handlers = null
+            [logger_masakari]
+            level = INFO
+            handlers = file
+            qualname = masakari
+            propagate = 0
+            [handler_null]
+            class = NullHandler
+            args = ()
+            [handler_file]
+            class = FileHandler
+            args = ({str(log_file)!r},)
+            formatter = plain
+            [formatter_plain]
+            format = %(asctime)s %(levelname)s %(name)s %(message)s
+            """
+        )
+    )
+
+
+def test_escaped_under_the_deployers_logging_config(tmp_path: Path) -> None:
+    """masakari-engine run with log_config_append: the value is on its line, escaped."""
+    log_file = tmp_path / "engine.log"
+    _log_config(tmp_path / "logging.conf", log_file)
+    extra = tmp_path / "engine.conf"
+    options = {"log_config_append": tmp_path / "logging.conf", "engine_poll_interval": 0.1}
+    extra.write_text("[DEFAULT]\n" + "".join(f"{k} = {v}\n" for k, v in options.items()))
+    hostile = f"nova-compute\r\n{FORGED}\x1b[2J"
+    with Deployment() as dep:
+        segment_with_host(dep)
+        nid = report(dep, type="PROCESS", payload={"event": "STARTED", "process_name": hostile})
+        argv = ["--config-file", dep.conf_path, "--config-file", str(extra)]
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "masakari.cmd.engine", *argv],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            assert until_settled(dep, nid)["status"] == "finished"
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+    text = log_file.read_text()
+    (line,) = [line for line in text.splitlines() if "has been STARTED" in line]
+    assert "'nova-compute\\x0d\\x0a" + FORGED + "\\x1b[2J' has been STARTED" in line
+    assert not any(line.startswith(FORGED) for line in text.splitlines())
+    assert "\x1b" not in text and "\r" not in text
+
+
+@pytest.mark.usefixtures("inert_records")
+def test_escaped_on_every_handler_and_logger(tmp_path: Path) -> None:
+    """In-process: whatever handler a record reaches, its arguments are escaped."""
+    logger = logging.getLogger("masakari.test.logvalues")
+    handler = logging.FileHandler(tmp_path / "m.log")
+    logger.addHandler(handler)  # not the root logger's: no filter of ours on it
+    logger.propagate = False
     try:
-        masakari_conf.setup_logging(conf)
-        added = [h for h in root.handlers if h not in before]
-        assert added
-        assert all(any(isinstance(f, logvalues.InertValues) for f in h.filters) for h in added)
-        logging.getLogger("masakari.test").warning("process %s", HOSTILE)
-        lines = (tmp_path / "m.log").read_text().splitlines()
-        assert not any(line.startswith(FORGED) for line in lines)
+        logger.warning("process %s", HOSTILE)
+        logger.warning("%(name)s", {"name": HOSTILE})
+        logger.warning("%d items", 3)  # plain values are left as they are
     finally:
-        for handler in root.handlers[:]:
-            if handler not in before:
-                root.removeHandler(handler)
-                handler.close()
+        logger.removeHandler(handler)
+        handler.close()
+        logger.propagate = True
+    lines = (tmp_path / "m.log").read_text().splitlines()
+    assert len(lines) == 3 and lines[2] == "3 items"
+    assert not any(line.startswith(FORGED) for line in lines)

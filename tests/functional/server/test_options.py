@@ -9,7 +9,6 @@ import subprocess
 
 import pytest
 
-from masakari.server import settings
 from tests.support.api_process import STRICT, APIProcess
 
 
@@ -73,12 +72,7 @@ def test_tls_no_keep_alive_and_header_line_limit(tls_api: APIProcess) -> None:
 
     conn = http.client.HTTPSConnection("127.0.0.1", tls_api.port, context=context, timeout=5)
     conn.request("GET", "/v1/segments", headers={"X-Long": "a" * 300})
-    if settings.gunicorn_version() >= (26, 0, 0):
-        assert conn.getresponse().status == 431
-    else:
-        # gunicorn 25.2.0 refuses the line by closing the connection.
-        with pytest.raises(http.client.RemoteDisconnected):
-            conn.getresponse()
+    assert conn.getresponse().status == 431
     conn.close()
 
     plain = http.client.HTTPConnection("127.0.0.1", tls_api.port, timeout=5)

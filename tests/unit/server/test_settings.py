@@ -16,12 +16,29 @@ def test_defaults() -> None:
     assert values["bind"] == ["0.0.0.0:15868"]
     assert values["keepalive"] == 900
     assert values["limit_request_field_size"] == 16384
-    assert values["worker_class"] == "gunicorn.workers.gasgi.ASGIWorker"
+    worker = "gunicorn.workers.gasgi.ASGIWorker" if settings.strict_http() else "masakari"
+    assert values["worker_class"].startswith(worker)
     assert values["http_parser"] == "fast"
     assert values["forwarded_allow_ips"] == ""
     assert "certfile" not in values
     if os.path.isdir("/dev/shm"):
         assert values["worker_tmp_dir"] == "/dev/shm"
+
+
+@pytest.mark.parametrize(
+    ("version", "worker"),
+    [
+        ("27.0.1", "gunicorn.workers.gasgi.ASGIWorker"),
+        ("28.1.0", "gunicorn.workers.gasgi.ASGIWorker"),
+        ("26.0.0", "masakari.server.worker.Worker"),
+        ("25.2.0", "masakari.server.worker.Worker"),
+    ],
+)
+def test_older_gunicorn_runs_the_worker_that_answers_parse_errors(
+    monkeypatch: pytest.MonkeyPatch, version: str, worker: str
+) -> None:
+    monkeypatch.setattr(settings.gunicorn, "__version__", version)
+    assert settings.gunicorn_settings(masakari_conf.for_tests())["worker_class"] == worker
 
 
 def test_server_options() -> None:
