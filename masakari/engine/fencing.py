@@ -55,7 +55,8 @@ class HostFencing:
     unfenced_hosts: str = fencing_opts.UNFENCED_RECOVER
     confirm_interval: float = 1.0
     confirm_timeout: float = 30.0
-    kdump_max_age: float = 600.0
+    # [fencing] kdump_trust: a kdump entry's messages prove the crash, or only hint at it.
+    kdump_trust: str = fencing_opts.KDUMP_PROOF
     power_on_after_recovery: bool = False
     # The read-only check of one entry (the readiness doctor).
     check: Callable[[DriverSpec], drivers.Check] = drivers.check
@@ -104,9 +105,13 @@ class HostFencing:
             unfenced_hosts=options.unfenced_hosts,
             confirm_interval=options.confirm_interval,
             confirm_timeout=options.confirm_timeout,
-            kdump_max_age=float(options.kdump_max_age),
+            kdump_trust=options.kdump_trust,
             power_on_after_recovery=options.power_on_after_recovery,
         )
+
+    @property
+    def kdump_proves(self) -> bool:
+        return self.kdump_trust == fencing_opts.KDUMP_PROOF
 
     @property
     def holds_unfenced(self) -> bool:

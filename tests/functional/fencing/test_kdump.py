@@ -169,7 +169,24 @@ def test_the_listener_feeds_the_crash_proof(listener) -> None:
 
 
 def test_check_of_a_kdump_entry_resolves_its_address() -> None:
-    ok = drivers.check(base.DriverSpec(base.KDUMP, address="localhost"))
+    ok = drivers.check(base.DriverSpec(base.KDUMP, address="localhost", options={"wait": "10"}))
     assert (ok.ok, ok.reachable, ok.state) == (True, None, None)
     bad = drivers.check(base.DriverSpec(base.KDUMP, address="no-such-host.invalid"))
     assert not bad.ok and "does not resolve" in bad.error
+
+
+@pytest.mark.parametrize(
+    ("options", "short"),
+    [
+        ({}, True),  # wait 0: only a message already there, and none can be yet
+        ({"wait": "10"}, False),  # one message, one interval of fence_kdump_send
+        ({"wait": "15", "messages": "2"}, True),
+        ({"wait": "20", "messages": "2"}, False),
+        ({"wait": "4", "messages": "2", "interval": "2"}, False),
+    ],
+)
+def test_check_of_a_kdump_entry_says_when_its_wait_is_too_short(options, short) -> None:
+    found = drivers.check(base.DriverSpec(base.KDUMP, address="127.0.0.1", options=options))
+    assert found.ok is not short
+    if short:
+        assert "is shorter than messages x interval" in found.error
