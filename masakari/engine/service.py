@@ -39,6 +39,7 @@ from masakari.engine.runner import Runner
 from masakari.engine.slots import EvacuationSlots
 from masakari.engine.workers import Workers
 from masakari.fencing import kdump
+from masakari.metrics import kdump as kdump_metrics
 
 __all__ = ["Addon", "EngineService", "engine_owner", "lease_timing"]
 
@@ -281,7 +282,13 @@ def _kdump_listener(
         host, port = kdump.parse_listen(conf.fencing.kdump_listen)
     except ValueError as exc:
         raise exception.InvalidConfiguration(message=f"[fencing] kdump_listen: {exc}") from exc
-    return kdump.KdumpListener(KdumpStore(db, owner), host, port, allows=sources.allows)
+    return kdump.KdumpListener(
+        KdumpStore(db, owner),
+        host,
+        port,
+        allows=sources.allows,
+        counted=kdump_metrics.datagram,
+    )
 
 
 def _placement_beside(nova: Nova, conf: cfg.ConfigOpts) -> Capacities:

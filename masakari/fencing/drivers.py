@@ -127,7 +127,8 @@ def check(
     build: Callable[[base.DriverSpec], base.PowerDriver] = power_driver,
 ) -> Check:
     """One power-status read through ``spec``'s driver (nothing is switched), or, for a
-    kdump entry, that its address resolves and its ``wait`` leaves time for its messages. Returns within about ``spec.timeout``.
+    kdump entry, that its address resolves and its ``wait`` leaves time for its messages.
+    Returns within about ``spec.timeout``.
 
     A read that answers neither on nor off (unknown, or no state at all) fails the check:
     the same read could never confirm the host off after a fence."""

@@ -39,7 +39,6 @@ import time
 from collections.abc import Callable
 
 from masakari.fencing import base
-from masakari.metrics import kdump as kdump_metrics
 
 LOG = logging.getLogger(__name__)
 
@@ -72,7 +71,19 @@ QUEUE_SIZE = 1024
 # Datagrams read in one go before the stop request is looked at again.
 _BATCH = 512
 
+# What became of a datagram (``counted``'s argument; the engine's metric's label).
+STORED = "stored"  # handed to the sink, which stored it
+NOT_A_MESSAGE = "not_a_message"  # not fence_kdump's 8 bytes
+UNKNOWN_SOURCE = "unknown_source"  # from a source not kept
+RATE_LIMITED = "rate_limited"  # its source had one handed on within store_every
+QUEUE_FULL = "queue_full"  # the sink did not keep up
+NOT_STORED = "not_stored"  # the sink failed
+
 Sink = Callable[[str, datetime.datetime], None]
+
+
+def _uncounted(outcome: str) -> None:
+    return None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,10 +128,10 @@ def message(byteorder: str = "little") -> bytes:
 def is_message(datagram: bytes) -> bool:
     """Whether ``datagram`` is a version 1 fence_kdump message, in either byte order (the
     sender writes its own; fence_kdump itself accepts only its host's)."""
-    if len(datagram) < _SIZE:
-        return False
-    head = datagram[:_SIZE]
-    return any(struct.unpack(order, head) == (MAGIC, VERSION_1) for order in ("<II", ">II"))
+    return datagram[:_SIZE] in _MESSAGES
+
+
+_MESSAGES = (message("little"), message("big"))
 
 
 def parse_listen(value: str) -> tuple[str, int]:
@@ -164,7 +175,7 @@ class KdumpListener:
     each message kept (``received_at``: naive UTC, when it was read off the socket).
     ``allows(source_address)`` says which sources are kept (None: every one).
     ``port`` 0 picks a free one (:attr:`port` says which). The counters say what became of
-    each datagram (and ``masakari_kdump_datagrams_total{outcome}``).
+    each datagram, and ``counted(outcome)`` is told too (the engine's metric).
     """
 
     def __init__(
@@ -175,6 +186,7 @@ class KdumpListener:
         now: Callable[[], datetime.datetime] = _utcnow,
         allows: Callable[[str], bool] | None = None,
         store_every: float = STORE_EVERY,
+        counted: Callable[[str], None] = _uncounted,
     ) -> None:
         self.sink = sink
         self.host = host
@@ -182,6 +194,7 @@ class KdumpListener:
         self.now = now
         self.allows = allows
         self.store_every = store_every
+        self.counted = counted
         self.received = 0
         self.ignored = 0
         self.unknown = 0
@@ -194,6 +207,7 @@ class KdumpListener:
         self._last: dict[str, float] = {}
         self._queue: queue.Queue[tuple[str, datetime.datetime] | None] = queue.Queue(QUEUE_SIZE)
         self._sock: socket.socket | None = None
+        self._v6 = False
         self._threads: list[threading.Thread] = []
         # stop() writes to it: the receiving thread waits on both.
         self._wake: tuple[socket.socket, socket.socket] | None = None
@@ -202,6 +216,7 @@ class KdumpListener:
         if self._sock is not None:
             raise RuntimeError("the kdump listener is already started")
         family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+        self._v6 = family == socket.AF_INET6
         sock = socket.socket(family, socket.SOCK_DGRAM)
         try:
             if family == socket.AF_INET6:
@@ -269,25 +284,27 @@ class KdumpListener:
         source kept, and the first from it for ``store_every`` seconds."""
         if not is_message(datagram):
             self.ignored += 1
-            kdump_metrics.datagram(kdump_metrics.NOT_A_MESSAGE)
+            self.counted(NOT_A_MESSAGE)
             return False
         self.received += 1
-        address = _normal(source)
+        # An IPv4 socket reports dotted quads already: a flood is not parsed datagram by
+        # datagram.
+        address = _normal(source) if self._v6 else source
         if self.allows is not None and not self.allows(address):
             self.unknown += 1
-            kdump_metrics.datagram(kdump_metrics.UNKNOWN_SOURCE)
+            self.counted(UNKNOWN_SOURCE)
             return False
         now = time.monotonic()
         last = self._last.get(address)
         if last is not None and now - last < self.store_every:
             self.limited += 1
-            kdump_metrics.datagram(kdump_metrics.RATE_LIMITED)
+            self.counted(RATE_LIMITED)
             return False
         try:
             self._queue.put_nowait((address, self.now()))
         except queue.Full:
             self.overflow += 1
-            kdump_metrics.datagram(kdump_metrics.QUEUE_FULL)
+            self.counted(QUEUE_FULL)
             return False
         self._last[address] = now
         if self.allows is None and len(self._last) > QUEUE_SIZE:
@@ -302,11 +319,11 @@ class KdumpListener:
                 self.sink(address, received_at)
             except Exception:
                 self.sink_failures += 1
-                kdump_metrics.datagram(kdump_metrics.NOT_STORED)
+                self.counted(NOT_STORED)
                 LOG.exception("fence_kdump listener: could not record the message from %s", address)
                 continue
             self.stored += 1
-            kdump_metrics.datagram(kdump_metrics.STORED)
+            self.counted(STORED)
 
 
 class MemoryCrashProof:

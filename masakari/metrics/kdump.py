@@ -10,15 +10,6 @@ from prometheus_client import Counter
 
 from masakari import metrics
 
-# What became of a datagram.
-STORED = "stored"  # a row of masakari_kdump_messages
-NOT_A_MESSAGE = "not_a_message"  # not fence_kdump's 8 bytes
-UNKNOWN_SOURCE = "unknown_source"  # from no kdump address of the fencing file's hosts
-RATE_LIMITED = "rate_limited"  # its source had one stored less than a second ago
-QUEUE_FULL = "queue_full"  # the database did not keep up
-NOT_STORED = "not_stored"  # the write failed
-OUTCOMES = (STORED, NOT_A_MESSAGE, UNKNOWN_SOURCE, RATE_LIMITED, QUEUE_FULL, NOT_STORED)
-
 
 def _create() -> Counter:
     registry = None if metrics.multiprocess() else metrics.OWN
@@ -37,4 +28,5 @@ instruments = metrics.Once(_create)
 
 
 def datagram(outcome: str) -> None:
+    """``outcome``: one of masakari.fencing.kdump's (stored, not_a_message, ...)."""
     instruments().labels(outcome).inc()
