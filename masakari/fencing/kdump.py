@@ -26,6 +26,7 @@ single engine).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
 import ipaddress
@@ -249,7 +250,8 @@ class KdumpListener:
             wake[1].send(b"x")
         if self._threads:
             self._threads[0].join(5)
-            self._queue.put(None)  # after what the receiver queued: written first
+            with contextlib.suppress(queue.Full):  # a writer stuck on the database
+                self._queue.put(None, timeout=5)  # after what the receiver queued
             self._threads[1].join(5)
             self._threads = []
         for each in (sock, *(wake or ())):
