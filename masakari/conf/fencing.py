@@ -90,7 +90,7 @@ evacuated, through the driver that powered it off.
 (masakari rewrite only) ADDRESS:PORT on which each masakari-engine receives
 fence_kdump_send's UDP messages (fence_kdump's port is 7410). Only messages
 from the addresses of the fencing file's kdump entries (for the hosts masakari
-knows) are kept, at most one a second per address; bind it to a network that
+knows) are kept, at most two a second per address; bind it to a network that
 the compute hosts alone reach. Unset: no listener, and kdump entries of the
 fencing file see only what other engines received.
 """

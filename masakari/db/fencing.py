@@ -175,7 +175,7 @@ def kdump_after(
 ) -> list[datetime.datetime]:
     """When the kdump messages from ``source_addresses`` (a host's IP addresses) received
     after ``after`` arrived, oldest first (at most ``limit``: the listener stores at most
-    one a second per source)."""
+    two a second per source)."""
     addresses = list(source_addresses)
     if not addresses:
         return []

@@ -62,8 +62,9 @@ _SIZE = 8
 # fence_kdump_send's -i: seconds between two of its messages.
 SENDER_INTERVAL = 10.0
 # Seconds during which a source's further messages are dropped once one was handed on:
-# well under any sender's interval, and a bound on the writes a flood from it costs.
-STORE_EVERY = 1.0
+# half fence_kdump_send's shortest interval (-i is whole seconds, at least 1), so that none
+# of a real sender's is lost; and a bound on the writes a flood from one source costs.
+STORE_EVERY = 0.5
 # The receive buffer asked for (the kernel caps it at net.core.rmem_max): room for a burst
 # while the thread sorts what came before it.
 RECEIVE_BUFFER = 4 * 1024 * 1024

@@ -17,7 +17,7 @@ def _create() -> Counter:
         "masakari_kdump_datagrams",
         "UDP datagrams the engine's fence_kdump listener received, by what became of them: "
         "stored, not_a_message, unknown_source (not a kdump address of the fencing file), "
-        "rate_limited (its source had one stored within the last second), queue_full, "
+        "rate_limited (its source had one stored within the last half second), queue_full, "
         "not_stored (the database write failed).",
         ["outcome"],
         registry=registry,

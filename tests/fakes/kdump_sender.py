@@ -56,7 +56,7 @@ def fence_kdump_send(
     path: str = FENCE_KDUMP_SEND,
 ) -> subprocess.CompletedProcess[str]:
     """Run Debian's fence_kdump_send: ``count`` messages to ``target:port``, ``interval``
-    seconds apart (it sleeps after each, the last included)."""
+    seconds apart (it returns right after the last)."""
     return subprocess.run(
         [path, "-p", str(port), "-c", str(count), "-i", str(interval), "-f", "ipv4", target],
         capture_output=True,
