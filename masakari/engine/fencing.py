@@ -132,8 +132,9 @@ class HostFencing:
 class KdumpStore:
     """The sink of an engine's kdump listener: each message a row every engine reads.
 
-    A message that cannot be stored (the database is away) is logged and lost: the crashing
-    host sends one every few seconds (fence_kdump_send's interval) until it reboots.
+    A message that cannot be stored (the database is away) raises: the listener counts it,
+    logs it and goes on; the crashing host sends one every few seconds (fence_kdump_send's
+    interval) until it reboots.
     """
 
     def __init__(self, db: Database, engine: str) -> None:
@@ -141,14 +142,8 @@ class KdumpStore:
         self.engine = engine
 
     def __call__(self, source_address: str, received_at: datetime.datetime) -> None:
-        try:
-            transaction(
-                self.db,
-                lambda s: evidence.record_kdump(s, source_address, received_at, self.engine),
-            )
-        except Exception as exc:  # the listener goes on with the next message
-            LOG.error(
-                "kdump message from %s at %s not stored: %s", source_address, received_at, exc
-            )
-            return
+        transaction(
+            self.db,
+            lambda s: evidence.record_kdump(s, source_address, received_at, self.engine),
+        )
         LOG.info("kdump message from %s at %s stored", source_address, received_at)

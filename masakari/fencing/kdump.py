@@ -311,7 +311,7 @@ class KdumpListener:
             return False
         self._last[address] = now
         if self.allows is None and len(self._last) > QUEUE_SIZE:
-            # No filter (tests, a single engine): forget the sources past their interval.
+            # No filter (tests): forget the sources past their interval.
             self._last = {a: t for a, t in self._last.items() if now - t < self.store_every}
         return True
 
@@ -320,10 +320,15 @@ class KdumpListener:
             address, received_at = item
             try:
                 self.sink(address, received_at)
-            except Exception:
+            except Exception as exc:  # the database is away: the host sends again
                 self.sink_failures += 1
                 self.counted(NOT_STORED)
-                LOG.exception("fence_kdump listener: could not record the message from %s", address)
+                LOG.error(
+                    "fence_kdump listener: the message from %s at %s not stored: %s",
+                    address,
+                    received_at,
+                    exc,
+                )
                 continue
             self.stored += 1
             self.counted(STORED)
