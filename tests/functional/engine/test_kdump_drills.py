@@ -233,3 +233,38 @@ def test_an_entry_that_wants_two_messages_is_not_proven_by_one(
     assert attempts(server_db, both) == [(0, "kdump", "crashed")]
     assert sent(second_bmc) == []
     assert_evacuated_once(sim, servers, "compute-2")
+
+
+def test_a_real_crash_message_is_only_a_hint_when_kdump_is_not_trusted(
+    server_db: Database,
+    sim: NovaSimulator,
+    bmcs: Any,
+    engines: Any,
+    tmp_path: Path,
+    sender: str,
+) -> None:
+    dead, bmc = bmcs(dead=True), bmcs()  # the first path to the BMC is cut; the second works
+    segment = add_segment(server_db)
+    host, servers = failed_host(server_db, sim, segment, "compute-1")
+    sim.add_service("compute-2")
+    kdump_entry = {"driver": "kdump", "address": REAL, "wait": 10}
+    config = fencing_file(tmp_path, {"compute-1": [ipmi(dead), kdump_entry, ipmi(bmc)]})
+    engine = listening(engines, config, **{"fencing.kdump_trust": "hint"})
+    sim.power_off("compute-1")
+
+    nid = notify(server_db, host, "COMPUTE_HOST", HOST_DOWN)
+    # While the first BMC does not answer (1.5 s), the crashed host's messages come.
+    fence_kdump_send(engine.kdump.port, count=1, path=sender)
+    assert wait_status(server_db, nid) == "finished"
+
+    # Recorded, then the second BMC proved it: under kdump_trust = hint no message alone
+    # evacuates, and the hint is not waited for.
+    assert attempts(server_db, nid) == [
+        (0, "off", "unreachable"),
+        (1, "kdump", "hint"),
+        (2, "off", "done"),
+        (2, "status", "off"),
+    ]
+    assert bmc.power == "off"
+    assert kdump_rows(server_db) == {REAL: 1}
+    assert_evacuated_once(sim, servers, "compute-1")
