@@ -21,6 +21,10 @@ GROUP = cfg.OptGroup(
 UNFENCED_RECOVER = "recover"
 UNFENCED_HOLD = "hold"
 
+# What a kdump entry's messages are worth ([fencing] kdump_trust).
+KDUMP_PROOF = "proof"
+KDUMP_HINT = "hint"
+
 OPTS: list[cfg.Opt] = [
     cfg.StrOpt(
         "config_file",
@@ -84,9 +88,11 @@ evacuated, through the driver that powered it off.
         help=paragraphs(
             """
 (masakari rewrite only) ADDRESS:PORT on which each masakari-engine receives
-fence_kdump_send's UDP messages (fence_kdump's port is 7410). Unset: no
-listener, and kdump entries of the fencing file see only what other engines
-received.
+fence_kdump_send's UDP messages (fence_kdump's port is 7410). Only messages
+from the addresses of the fencing file's kdump entries (for the hosts masakari
+knows) are kept, at most two a second per address; bind it to a network that
+the compute hosts alone reach. Unset: no listener, and kdump entries of the
+fencing file see only what other engines received.
 """
         ),
     ),
@@ -94,10 +100,30 @@ received.
         "kdump_max_age",
         default=600,
         min=1,
+        deprecated_for_removal=True,
+        deprecated_reason=(
+            "Ignored: a kdump message now counts only when it arrived after the failure "
+            "was reported to masakari and after the host's last heartbeat (docs/operations.md, "
+            "Host fencing), never by its age before the report."
+        ),
+        help="(masakari rewrite only) Ignored (deprecated).",
+    ),
+    cfg.StrOpt(
+        "kdump_trust",
+        default=KDUMP_PROOF,
+        choices=[
+            (KDUMP_PROOF, "a kdump entry's messages prove the host crashed"),
+            (KDUMP_HINT, "they are evidence only: a power driver must still prove it off"),
+        ],
         help=paragraphs(
             """
-(masakari rewrite only) Seconds before a host failure report within which a
-kdump message of the host still proves the crash.
+(masakari rewrite only) What a kdump entry's messages are worth. proof: they
+prove the host dead, and its instances are evacuated without a power off; only
+for a listener on a network that the hosts alone reach (a fence_kdump message
+is known by its source address, which anyone on that network can forge). hint:
+they are recorded as evidence and are host fencing's signal for [verdict]
+rule any_two, but the fence goes on to the next (power) driver of the host's
+list.
 """
         ),
     ),

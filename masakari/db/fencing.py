@@ -17,7 +17,14 @@ import sqlalchemy as sa
 from sqlalchemy import orm
 
 from masakari.db.database import affected_rows
-from masakari.db.models import FenceAttempt, FenceCheck, Host, KdumpMessage, Segment
+from masakari.db.models import (
+    FenceAttempt,
+    FenceCheck,
+    Host,
+    KdumpMessage,
+    Notification,
+    Segment,
+)
 
 # Actions of a fence attempt.
 OFF = "off"
@@ -42,6 +49,7 @@ POWER_OFF = "off"  # the state read Off: the host is proven dead
 POWER_ON = "on"
 UNKNOWN = "unknown"  # the state read neither on nor off
 CRASHED = "crashed"  # a kdump message proves the crash
+HINT = "hint"  # kdump messages came, but [fencing] kdump_trust makes them no proof
 NO_MESSAGE = "no message"  # no kdump message within the wait
 UNREACHABLE = "unreachable"
 REFUSED = "refused"
@@ -177,17 +185,33 @@ def record_kdump(
     session.flush()
 
 
-def kdump_since(
-    session: orm.Session, source_addresses: Iterable[str], since: datetime.datetime
-) -> datetime.datetime | None:
-    """When the newest kdump message from one of ``source_addresses`` (a host's IP
-    addresses) at or after ``since`` arrived."""
+def kdump_after(
+    session: orm.Session,
+    source_addresses: Iterable[str],
+    after: datetime.datetime,
+    limit: int = 1000,
+) -> list[datetime.datetime]:
+    """When the kdump messages from ``source_addresses`` (a host's IP addresses) received
+    after ``after`` arrived, oldest first (at most ``limit``: the listener stores at most
+    two a second per source)."""
     addresses = list(source_addresses)
     if not addresses:
-        return None
+        return []
+    return list(
+        session.scalars(
+            sa.select(KdumpMessage.received_at)
+            .where(KdumpMessage.source_address.in_(addresses), KdumpMessage.received_at > after)
+            .order_by(KdumpMessage.received_at)
+            .limit(limit)
+        )
+    )
+
+
+def created_at(session: orm.Session, notification_uuid: str) -> datetime.datetime | None:
+    """When a notification reached masakari (the row's creation, masakari's clock)."""
     return session.scalar(
-        sa.select(sa.func.max(KdumpMessage.received_at)).where(
-            KdumpMessage.source_address.in_(addresses), KdumpMessage.received_at >= since
+        sa.select(Notification.created_at).where(
+            Notification.notification_uuid == notification_uuid
         )
     )
 

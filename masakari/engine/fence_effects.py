@@ -58,12 +58,16 @@ class FenceChanges:
         """Why the notification was held, if an operator released the hold."""
         return self._seam.read(lambda s: holds.released_hold(s, self._seam.notification_uuid))
 
-    def crashed_since(
-        self, addresses: Collection[str], since: datetime.datetime
-    ) -> datetime.datetime | None:
-        """kdump: the newest message from one of a host's ``addresses`` (IPs, as the
-        listeners record them) any engine received since ``since``."""
-        return self._seam.read(lambda s: fencing.kdump_since(s, addresses, since))
+    def kdump_messages(
+        self, addresses: Collection[str], after: datetime.datetime
+    ) -> list[datetime.datetime]:
+        """kdump: when the messages from one of a host's ``addresses`` (IPs, as the
+        listeners record them) any engine received after ``after`` arrived, oldest first."""
+        return self._seam.read(lambda s: fencing.kdump_after(s, addresses, after))
+
+    def reported_to_masakari(self) -> datetime.datetime | None:
+        """When the notification reached masakari (its created_at: masakari's clock)."""
+        return self._seam.read(lambda s: fencing.created_at(s, self._seam.notification_uuid))
 
     # --- records ---------------------------------------------------------------------------
 

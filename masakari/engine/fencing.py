@@ -55,7 +55,8 @@ class HostFencing:
     unfenced_hosts: str = fencing_opts.UNFENCED_RECOVER
     confirm_interval: float = 1.0
     confirm_timeout: float = 30.0
-    kdump_max_age: float = 600.0
+    # [fencing] kdump_trust: a kdump entry's messages prove the crash, or only hint at it.
+    kdump_trust: str = fencing_opts.KDUMP_PROOF
     power_on_after_recovery: bool = False
     # The read-only check of one entry (the readiness doctor).
     check: Callable[[DriverSpec], drivers.Check] = drivers.check
@@ -104,9 +105,13 @@ class HostFencing:
             unfenced_hosts=options.unfenced_hosts,
             confirm_interval=options.confirm_interval,
             confirm_timeout=options.confirm_timeout,
-            kdump_max_age=float(options.kdump_max_age),
+            kdump_trust=options.kdump_trust,
             power_on_after_recovery=options.power_on_after_recovery,
         )
+
+    @property
+    def kdump_proves(self) -> bool:
+        return self.kdump_trust == fencing_opts.KDUMP_PROOF
 
     @property
     def holds_unfenced(self) -> bool:
@@ -127,8 +132,9 @@ class HostFencing:
 class KdumpStore:
     """The sink of an engine's kdump listener: each message a row every engine reads.
 
-    A message that cannot be stored (the database is away) is logged and lost: the crashing
-    host sends one every few seconds (fence_kdump_send's interval) until it reboots.
+    A message that cannot be stored (the database is away) raises: the listener counts it,
+    logs it and goes on; the crashing host sends one every few seconds (fence_kdump_send's
+    interval) until it reboots.
     """
 
     def __init__(self, db: Database, engine: str) -> None:
@@ -136,14 +142,8 @@ class KdumpStore:
         self.engine = engine
 
     def __call__(self, source_address: str, received_at: datetime.datetime) -> None:
-        try:
-            transaction(
-                self.db,
-                lambda s: evidence.record_kdump(s, source_address, received_at, self.engine),
-            )
-        except Exception as exc:  # the listener goes on with the next message
-            LOG.error(
-                "kdump message from %s at %s not stored: %s", source_address, received_at, exc
-            )
-            return
+        transaction(
+            self.db,
+            lambda s: evidence.record_kdump(s, source_address, received_at, self.engine),
+        )
         LOG.info("kdump message from %s at %s stored", source_address, received_at)

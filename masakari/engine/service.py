@@ -23,7 +23,7 @@ from masakari import coordination, exception, notifier
 from masakari.compute.nova import NovaClient
 from masakari.compute.placement import PlacementClient
 from masakari.db.database import Database
-from masakari.engine import locks, periodic, tasks, wakeup
+from masakari.engine import kdump_sources, locks, periodic, tasks, wakeup
 from masakari.engine.capacity import Capacities
 from masakari.engine.clients import LazyPlacement
 from masakari.engine.fence_checks import FenceChecker
@@ -31,6 +31,7 @@ from masakari.engine.fencing import HostFencing, KdumpStore
 from masakari.engine.heartbeat import Heartbeat, lease_timing
 from masakari.engine.hostpoll import HostPoller
 from masakari.engine.intake import Intake
+from masakari.engine.kdump_sources import KdumpSources
 from masakari.engine.outage import Outage
 from masakari.engine.ports import Clock, Nova
 from masakari.engine.recovery.flow import FlowTasks
@@ -38,6 +39,7 @@ from masakari.engine.runner import Runner
 from masakari.engine.slots import EvacuationSlots
 from masakari.engine.workers import Workers
 from masakari.fencing import kdump
+from masakari.metrics import kdump as kdump_metrics
 
 __all__ = ["Addon", "EngineService", "engine_owner", "lease_timing"]
 
@@ -148,7 +150,8 @@ class EngineService:
         self.locks = locks.LockReconciler(
             db, lambda: self.nova, self.clock.now, self.clock.monotonic
         )
-        self.kdump = _kdump_listener(conf, db, self.owner)
+        self.kdump_sources = KdumpSources(db, self.fencing)
+        self.kdump = _kdump_listener(conf, db, self.owner, self.kdump_sources)
         self.fence_checker = (
             FenceChecker(db, self.fencing, self.clock, self.owner, conf.fencing.kdump_listen)
             if self.fencing is not None
@@ -174,6 +177,11 @@ class EngineService:
             # Every engine: each lock row is taken by one of them (a conditional update).
             periodic.Task("reconcile_locks", self.locks.interval, self.locks.reconcile),
         ]
+        if self.kdump is not None:
+            # Every engine: each listens for itself.
+            every.append(
+                periodic.Task("kdump_sources", kdump_sources.INTERVAL, self.kdump_sources.refresh)
+            )
         if self.fence_checker is not None and conf.fencing.check_interval > 0:
             # One engine is enough (with [coordination], the leader): each check is a BMC
             # call per driver of every host.
@@ -218,6 +226,7 @@ class EngineService:
             self.fencing.say_unbuildable()
         if self.kdump is not None:
             self.kdump.start()  # first: an address that cannot be bound stops the engine here
+            self._kdump_sources_now()
         if self.host_poller is not None:
             self.host_poller.start()
         self._intake_thread.start()
@@ -225,6 +234,14 @@ class EngineService:
         self.leadership.start()
         if self._listener is not None:
             self._listener.start()
+
+    def _kdump_sources_now(self) -> None:
+        """The listener's sources before the first message, if the database answers (the
+        periodic task tries again otherwise)."""
+        try:
+            self.kdump_sources.refresh()
+        except Exception as exc:
+            LOG.warning("fence_kdump listener: its sources not read yet: %s", exc)
 
     def wake(self) -> None:
         """Look in the database now rather than at the end of the poll interval."""
@@ -254,15 +271,24 @@ class EngineService:
         LOG.info("masakari-engine %s stopped", self.owner)
 
 
-def _kdump_listener(conf: cfg.ConfigOpts, db: Database, owner: str) -> kdump.KdumpListener | None:
-    """fence_kdump's messages received on [fencing] kdump_listen, stored for every engine."""
+def _kdump_listener(
+    conf: cfg.ConfigOpts, db: Database, owner: str, sources: KdumpSources
+) -> kdump.KdumpListener | None:
+    """fence_kdump's messages received on [fencing] kdump_listen from the fencing file's
+    kdump addresses, stored for every engine."""
     if not conf.fencing.kdump_listen:
         return None
     try:
         host, port = kdump.parse_listen(conf.fencing.kdump_listen)
     except ValueError as exc:
         raise exception.InvalidConfiguration(message=f"[fencing] kdump_listen: {exc}") from exc
-    return kdump.KdumpListener(KdumpStore(db, owner), host, port)
+    return kdump.KdumpListener(
+        KdumpStore(db, owner),
+        host,
+        port,
+        allows=sources.allows,
+        counted=kdump_metrics.datagram,
+    )
 
 
 def _placement_beside(nova: Nova, conf: cfg.ConfigOpts) -> Capacities:

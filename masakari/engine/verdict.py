@@ -52,6 +52,7 @@ from masakari.engine.context import RunContext
 from masakari.engine.errors import Held
 from masakari.engine.fencing import FencedHost
 from masakari.engine.host_lease import HostLeases
+from masakari.engine.kdump_proof import CrashMessages
 from masakari.engine.payloads import HostPayload
 from masakari.fencing.base import KDUMP, DriverSpec
 from masakari.metrics import detection as detection_metrics
@@ -78,6 +79,8 @@ class FenceView:
     can_fence: bool = False
     # The host renews its shared-disk lease (the entry and what changed): it runs.
     alive: str | None = None
+    # Crash messages that only hint at a crash ([fencing] kdump_trust = hint), None.
+    hint: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,12 +137,13 @@ def decide(rule: str, s: Signals) -> Decision:
 
 def _any_two(s: Signals, status: str) -> Decision:
     fence_says = s.fence.proof is not None or s.fence.can_fence
+    fence_name = s.fence.proof or s.fence.hint or "host fencing (before anything is evacuated)"
     agree = [
         name
         for name, says in (
             ("the monitor's report (host_status NORMAL)", s.monitor == NORMAL),
             ("Nova", s.nova is True),
-            (s.fence.proof or "host fencing (before anything is evacuated)", fence_says),
+            (fence_name, fence_says),
         )
         if says
     ]
@@ -247,6 +251,8 @@ def _fence_evidence(fence: FenceView, now: datetime.datetime) -> list[ev.Evidenc
     found = []
     if fence.proof is not None:
         found.append(ev.Evidence(ev.FENCE, "host fencing", True, fence.proof, now, "off"))
+    if fence.hint is not None:
+        found.append(ev.Evidence(ev.FENCE, "host fencing", True, fence.hint, now, "kdump hint"))
     if fence.power_on:
         found.append(
             ev.Evidence(ev.FENCE, "host fencing", False, "the BMC last read the host on", now, "on")
@@ -258,9 +264,9 @@ def _fence_evidence(fence: FenceView, now: datetime.datetime) -> list[ev.Evidenc
 
 def _fence_view(run: RunContext, host: RecoveryHost, leases: HostLeases) -> FenceView:
     """Host fencing's word before this recovery fences (its attempts are its own evidence,
-    masakari_fence_attempts): an earlier attempt's proof or power-on reading, a kdump message
-    received since the report, what the host's leases showed since the first look (a
-    renewal, an expiry), and whether the host can be fenced at all."""
+    masakari_fence_attempts): an earlier attempt's proof or power-on reading, the host's kdump
+    messages (masakari.engine.kdump_proof: a proof, or a hint), what the host's leases showed
+    since the first look (a renewal, an expiry), and whether the host can be fenced at all."""
     if run.fencing is None:
         return FenceView()
     specs = _drivers(run, host)
@@ -272,15 +278,19 @@ def _fence_view(run: RunContext, host: RecoveryHost, leases: HostLeases) -> Fenc
             proof, power_on = f"{attempt.driver}: {attempt.action} {attempt.result}", False
         elif (attempt.action, attempt.result) == (fence_db.STATUS, fence_db.POWER_ON):
             power_on = proof is None
-    reported = run.effects.reported_at or run.clock.now()
-    since = reported - datetime.timedelta(seconds=run.fencing.kdump_max_age)
+    hint = None
+    messages = CrashMessages(run, host.name)
     for spec in specs:
-        if proof is None and spec.type == KDUMP and spec.address:
-            crashed = run.effects.fencing.crashed_since(spec.address, since)
-            if crashed is not None:
-                proof = f"{spec.describe()}: kdump message at {crashed}"
+        if proof is None and spec.type == KDUMP:
+            found = messages.look(spec)
+            if found.proves:
+                proof = f"{spec.describe()}: {found.describe()}"
+            elif found.hints and hint is None:
+                hint = f"{spec.describe()}: {found.describe()} (a hint: kdump_trust = hint)"
     alive, expired = leases.evidence()
-    return FenceView(proof=proof or expired, power_on=power_on, can_fence=bool(specs), alive=alive)
+    return FenceView(
+        proof=proof or expired, power_on=power_on, can_fence=bool(specs), alive=alive, hint=hint
+    )
 
 
 def _drivers(run: RunContext, host: RecoveryHost) -> list[DriverSpec]:

@@ -117,11 +117,16 @@ _DRIVER_SCHEMAS: dict[str, dict[str, Any]] = {
         },
     ),
     # The host's kdump messages come from ``address`` (an IP address or a name resolving to
-    # it); ``wait``: seconds to wait for one when none has come yet.
+    # it); ``wait``: seconds to wait for them when they have not come yet; ``messages``: how
+    # many must come, ``interval`` (fence_kdump_send's -i) apart.
     base.KDUMP: {
         "type": "object",
         "properties": {key: _COMMON[key] for key in ("driver", "name", "address")}
-        | {"wait": {"type": "number", "minimum": 0, "maximum": MAX_TIMEOUT}},
+        | {
+            "wait": {"type": "number", "minimum": 0, "maximum": MAX_TIMEOUT},
+            "messages": {"type": "integer", "minimum": 1, "maximum": 10},
+            "interval": {"type": "number", "exclusiveMinimum": 0, "maximum": 60},
+        },
         "required": ["driver", "address"],
         "additionalProperties": False,
     },
@@ -208,8 +213,10 @@ class _Entry:
             options["agent"] = raw["agent"]
             for key, value in raw.get("args", {}).items():
                 options[key] = _option_text(value)
-        elif self.type == base.KDUMP and "wait" in raw:
-            options["wait"] = _option_text(raw["wait"])
+        elif self.type == base.KDUMP:
+            for key in ("wait", "messages", "interval"):
+                if key in raw:
+                    options[key] = _option_text(raw[key])
         elif self.type == base.LEASE:
             self.address = raw["path"]
             options = lease.entry_options(raw)

@@ -135,9 +135,9 @@ def check(
     build: Callable[[base.DriverSpec], base.PowerDriver] = power_driver,
 ) -> Check:
     """One power-status read through ``spec``'s driver (nothing is switched); for a kdump
-    entry, that its address resolves; for a lease, one read of the host's slot; for a ceph
-    entry, one read of the OSD map's blocklist as its user. Returns within about
-    ``spec.timeout``.
+    entry, that its address resolves and its ``wait`` leaves time for its messages; for a
+    lease, one read of the host's slot; for a ceph entry, one read of the OSD map's
+    blocklist as its user. Returns within about ``spec.timeout``.
 
     A read that answers neither on nor off (unknown, or no state at all) fails the check:
     the same read could never confirm the host off after a fence."""
@@ -161,7 +161,8 @@ def check(
         except (OSError, UnicodeError) as exc:
             reason = getattr(exc, "strerror", None) or type(exc).__name__
             return done(None, None, error=f"address does not resolve: {reason}")
-        return done(None, None)
+        short = kdump.KdumpRule.of(spec).short_wait(float(spec.options.get("wait", 0)))
+        return done(None, None, error=short)
     if spec.type == base.LEASE:
         from masakari.fencing import lease
 

@@ -90,19 +90,24 @@ def test_attempts_keep_microseconds_and_their_order(db: Database) -> None:
     assert not found[0].proves_dead
 
 
-def test_kdump_since_finds_the_newest_message_of_the_address(db: Database) -> None:
+def test_kdump_after_lists_the_messages_of_the_addresses_strictly_after(db: Database) -> None:
     at = datetime.datetime(2026, 6, 1, 10, 0, 0, 500000)
+    later = at + datetime.timedelta(seconds=10)
     with db.writer() as s:
+        fencing.record_kdump(s, "192.0.2.7", later, "e-2")
         fencing.record_kdump(s, "192.0.2.7", at, "e-1")
-        fencing.record_kdump(s, "192.0.2.7", at + datetime.timedelta(seconds=10), "e-2")
         fencing.record_kdump(s, "192.0.2.8", at + datetime.timedelta(seconds=20), "e-1")
     with db.reader() as s:
-        assert fencing.kdump_since(s, ["192.0.2.7"], at) == at + datetime.timedelta(seconds=10)
-        assert fencing.kdump_since(s, ["192.0.2.7"], at + datetime.timedelta(seconds=11)) is None
-        assert fencing.kdump_since(s, ["192.0.2.9"], at) is None
-        both = fencing.kdump_since(s, ["192.0.2.7", "192.0.2.8"], at)
-        assert both == at + datetime.timedelta(seconds=20)
-        assert fencing.kdump_since(s, [], at) is None
+        assert fencing.kdump_after(s, ["192.0.2.7"], at - datetime.timedelta(seconds=1)) == [
+            at,
+            later,
+        ]
+        assert fencing.kdump_after(s, ["192.0.2.7"], at) == [later]  # at is not after at
+        assert fencing.kdump_after(s, ["192.0.2.7"], later) == []
+        assert fencing.kdump_after(s, ["192.0.2.9"], at) == []
+        both = fencing.kdump_after(s, ["192.0.2.7", "192.0.2.8"], at)
+        assert both == [later, at + datetime.timedelta(seconds=20)]
+        assert fencing.kdump_after(s, [], at) == []
 
 
 def test_checks_replace_a_hosts_earlier_ones(db: Database) -> None:

@@ -6,9 +6,10 @@ fallbacks do not fence twice). A host with drivers has its nova-compute disabled
 evacuation of another failed host lands on it while it is fenced); then its drivers are
 tried in the fencing file's order: a power driver powers the host off, then its state is
 read every ``confirm_interval`` until it reads Off, up to ``confirm_timeout``; a kdump
-entry passes when a crash message from the host's address arrived within ``kdump_max_age``
-before the report (waiting up to the entry's ``wait``); a ``lease`` entry passes when the
-host's slot on shared storage stays unchanged past its expiry
+entry passes when the host's crash messages came after the report and its last heartbeat
+(:mod:`masakari.engine.kdump_proof`; waiting up to the entry's ``wait``), unless
+``[fencing] kdump_trust = hint`` makes them evidence only; a ``lease`` entry passes when
+the host's slot on shared storage stays unchanged past its expiry
 (:mod:`masakari.engine.host_lease`); a ceph entry once the host's addresses read back in
 the OSD map's blocklist (:mod:`masakari.engine.recovery.storage_fence`). The first success
 proves the host dead. When none does, the notification is held for an operator
@@ -23,7 +24,6 @@ a power off again; an operator's release of the hold is their word that the host
 
 from __future__ import annotations
 
-import datetime
 import functools
 import logging
 from typing import NoReturn
@@ -38,10 +38,10 @@ from masakari.engine.errors import Held
 from masakari.engine.fence_effects import Attempt
 from masakari.engine.fencing import FencedHost, HostFencing
 from masakari.engine.host_lease import HostLeases
+from masakari.engine.kdump_proof import CrashMessages
 from masakari.engine.progress import FlowProgress
 from masakari.engine.recovery import storage_fence
 from masakari.engine.recovery.flow import Store, TaskContext
-from masakari.fencing import kdump
 from masakari.fencing.base import CEPH, KDUMP, LEASE, DriverSpec, FenceError, why_of
 
 LOG = logging.getLogger(__name__)
@@ -51,9 +51,7 @@ TASK_NAME = "FenceHostTask"
 OPERATOR = "operator"
 
 
-def fence_first(
-    run: RunContext, store: Store, host: FencedHost, reported_at: datetime.datetime | None
-) -> None:
+def fence_first(run: RunContext, store: Store, host: FencedHost) -> None:
     """The fence step of a COMPUTE_HOST failure; sets ``store.host_fenced`` when proven.
 
     Raises Held (the notification is held, the claim given up) when the host could not be
@@ -67,7 +65,7 @@ def fence_first(
     step.set_state(states.RUNNING)
     ctx = TaskContext(run, store, step)
     try:
-        _fence(ctx, fencing, host, reported_at)
+        _fence(ctx, fencing, host)
     except (Cancelled, Held):
         raise
     except Exception:
@@ -76,12 +74,7 @@ def fence_first(
     step.set_state(states.SUCCESS)
 
 
-def _fence(
-    ctx: TaskContext,
-    fencing: HostFencing,
-    fenced: FencedHost,
-    reported_at: datetime.datetime | None,
-) -> None:
+def _fence(ctx: TaskContext, fencing: HostFencing, fenced: FencedHost) -> None:
     host = fenced.name
     effects = ctx.effects
     prior = effects.fencing.fence_attempts()
@@ -110,7 +103,6 @@ def _fence(
     _disable_first(ctx, host)
     if _read_back(ctx, fencing, fenced, prior):
         return
-    since = (reported_at or ctx.run.clock.now()) - datetime.timedelta(seconds=fencing.kdump_max_age)
     failures: list[str] = []
     leases = HostLeases(ctx.run, host, specs)
     held = functools.partial(_hold, ctx, what=f"Host '{host}' renews its lease")
@@ -119,7 +111,7 @@ def _fence(
         if spec.type not in (KDUMP, LEASE):
             leases.veto(ctx.update_details, held)  # a host that renews is not fenced
         if spec.type == KDUMP:
-            why = _kdump(ctx, fencing, host, position, spec, since)
+            why = _kdump(ctx, fencing, host, position, spec)
         elif spec.type == LEASE:
             why = leases.prove(position, ctx.update_details, held)
         elif spec.type == CEPH:
@@ -233,37 +225,29 @@ def _power_off(
 
 
 def _kdump(
-    ctx: TaskContext,
-    fencing: HostFencing,
-    host: str,
-    position: int,
-    spec: DriverSpec,
-    since: datetime.datetime,
+    ctx: TaskContext, fencing: HostFencing, host: str, position: int, spec: DriverSpec
 ) -> str | None:
-    """A crash message from the host's address since ``since``, waiting up to the entry's
-    ``wait``; None once found."""
+    """The host's crash messages as the entry wants them, waiting up to its ``wait`` (not
+    at all when they are a hint only: that would only delay the power off); None once they
+    prove the crash."""
+    wait = float(spec.options.get("wait", 0) or 0) if fencing.kdump_proves else 0.0
+    messages = CrashMessages(ctx.run, host)
     address = spec.address or host
-    wait = float(spec.options.get("wait", 0) or 0)
-    ctx.update_details(f"Looking for a kdump message from '{address}' (up to {wait:g} s)", 0.2)
+    ctx.update_details(f"Looking for kdump messages from '{address}' (up to {wait:g} s)", 0.2)
     started_at = ctx.run.clock.now()
     started = ctx.run.clock.monotonic()
-    try:
-        sources = kdump.resolve(address)
-    except OSError as exc:
-        # A name that no longer resolves: no message can be told to be the host's.
-        sources = set()
-        LOG.warning("kdump entry of %s: address %s does not resolve: %s", host, address, exc)
-    found = ctx.effects.fencing.crashed_since(sources, since)
-    while found is None and ctx.run.clock.monotonic() - started < wait:
+    found = messages.look(spec)
+    while found.crashed_at is None and ctx.run.clock.monotonic() - started < wait:
         ctx.run.sleep(min(fencing.confirm_interval, wait))
-        found = ctx.effects.fencing.crashed_since(sources, since)
+        found = messages.look(spec)
     seconds = ctx.run.clock.monotonic() - started
-    if found is not None:
-        message = f"crash message from {address} received at {found}"
-        result = evidence.CRASHED
+    if found.proves:
+        result, why = evidence.CRASHED, None
+    elif found.hints:
+        result, why = evidence.HINT, "a hint only ([fencing] kdump_trust = hint)"
     else:
-        message = f"no crash message from {address} since {since} (waited {seconds:.1f} s)"
-        result = evidence.NO_MESSAGE
+        result, why = evidence.NO_MESSAGE, "no kdump message"
+    message = found.describe() + ("" if why is None else f" (waited {seconds:.1f} s): {why}")
     ctx.effects.fencing.record_fence(
         host,
         position,
@@ -275,9 +259,9 @@ def _kdump(
         seconds,
         KDUMP,
     )
-    if found is None:
-        ctx.update_details(f"No kdump message from '{address}'", 0.3)
-        return "no kdump message"
+    if why is not None:
+        ctx.update_details(f"Host '{host}' not proven crashed: {message}", 0.3)
+        return why
     ctx.update_details(f"Host '{host}' crashed: {message}", 1.0)
     return None
 

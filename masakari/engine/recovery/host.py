@@ -197,7 +197,7 @@ def handle(
     )
     store = Store(run.notification_uuid, host_name=host.name, host_status=confirmed.host_status)
     fenced = FencedHost(host.name, host.segment_name, host.failover_segment_id)
-    fence.fence_first(run, store, fenced, reported_at)
+    fence.fence_first(run, store, fenced)
     status = run_flow(run, lambda: recover(run, flows, host.recovery_method, store, reserved_hosts))
     if status == statuses.FINISHED and store.host_fenced:
         fence.power_on_after(run, fenced)

@@ -13,7 +13,12 @@ import pytest
 
 from masakari.fencing import base, drivers, kdump
 from masakari.fencing.kdump import KdumpListener, MemoryCrashProof
-from tests.fakes.kdump_sender import FENCE_KDUMP_SEND, fence_kdump_send, send_kdump
+from tests.fakes.kdump_sender import (
+    FENCE_KDUMP_SEND,
+    fence_kdump_send,
+    flood_process,
+    send_kdump,
+)
 from tests.support.fencing import require_file
 
 WELL_WITHIN = 10
@@ -169,7 +174,75 @@ def test_the_listener_feeds_the_crash_proof(listener) -> None:
 
 
 def test_check_of_a_kdump_entry_resolves_its_address() -> None:
-    ok = drivers.check(base.DriverSpec(base.KDUMP, address="localhost"))
+    ok = drivers.check(base.DriverSpec(base.KDUMP, address="localhost", options={"wait": "10"}))
     assert (ok.ok, ok.reachable, ok.state) == (True, None, None)
     bad = drivers.check(base.DriverSpec(base.KDUMP, address="no-such-host.invalid"))
     assert not bad.ok and "does not resolve" in bad.error
+
+
+@pytest.mark.parametrize(
+    ("options", "short"),
+    [
+        ({}, True),  # wait 0: only a message already there, and none can be yet
+        ({"wait": "10"}, False),  # one message, one interval of fence_kdump_send
+        ({"wait": "15", "messages": "2"}, True),
+        ({"wait": "20", "messages": "2"}, False),
+        ({"wait": "4", "messages": "2", "interval": "2"}, False),
+    ],
+)
+def test_check_of_a_kdump_entry_says_when_its_wait_is_too_short(options, short) -> None:
+    found = drivers.check(base.DriverSpec(base.KDUMP, address="127.0.0.1", options=options))
+    assert found.ok is not short
+    if short:
+        assert "is shorter than messages x interval" in found.error
+
+
+def wait_until(condition, what: str) -> None:
+    deadline = time.monotonic() + WELL_WITHIN
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.02)
+
+
+def test_only_the_sources_it_keeps_reach_the_sink() -> None:
+    sink = Recorder()
+    kept = {"127.0.0.20"}
+    with KdumpListener(sink, host="127.0.0.1", port=0, allows=kept.__contains__) as running:
+        send_kdump(running.port, source="127.0.0.21", count=5)
+        send_kdump(running.port, source="127.0.0.20")
+        assert sink.wait_for(1) == ["127.0.0.20"]
+        wait_until(lambda: running.unknown == 5, "the other source's messages dropped")
+    assert [address for address, _ in sink.got] == ["127.0.0.20"]
+
+
+def test_a_source_reaches_the_sink_at_most_once_per_interval() -> None:
+    sink = Recorder()
+    outcomes: list[str] = []
+    with KdumpListener(
+        sink, host="127.0.0.1", port=0, store_every=0.5, counted=outcomes.append
+    ) as running:
+        send_kdump(running.port, source="127.0.0.22", count=200)
+        sink.wait_for(1)
+        wait_until(lambda: running.received == 200, "all 200 read")
+        time.sleep(0.6)
+        send_kdump(running.port, source="127.0.0.22")
+        send_kdump(running.port, source="127.0.0.23")  # another source: its own interval
+        assert sink.wait_for(3) == ["127.0.0.22", "127.0.0.22", "127.0.0.23"]
+    assert (running.stored, running.limited) == (3, 199)
+    assert outcomes.count(kdump.RATE_LIMITED) == 199 and outcomes.count(kdump.STORED) == 3
+
+
+def test_a_flood_from_other_sources_does_not_hide_the_real_message() -> None:
+    sink = Recorder()
+    kept = {"127.0.0.1"}
+    sources = [f"127.0.1.{i}" for i in range(1, 201)]
+    with KdumpListener(sink, host="127.0.0.1", port=0, allows=kept.__contains__) as running:
+        flooding = flood_process(running.port, sources, rounds=50, pause=0.02)  # 10,000
+        for _ in range(3):  # the real host, every second while the flood goes on
+            send_kdump(running.port, source="127.0.0.1")
+            time.sleep(1.0)
+        out, _ = flooding.communicate(timeout=60)
+        assert int(out) == 10_000
+        assert set(sink.wait_for(2)) == {"127.0.0.1"}
+        wait_until(lambda: running.unknown == 10_000, "every flooded datagram read, none lost")
+    assert 2 <= running.stored <= 3

@@ -87,7 +87,7 @@ def fencing_for(
 def step(run: Any, fencing: HostFencing) -> Store:
     run.fencing = fencing
     store = Store(run.notification_uuid, host_name=HOST, host_status="NORMAL")
-    fence.fence_first(run, store, FENCED, datetime.datetime(2026, 1, 1))
+    fence.fence_first(run, store, FENCED)
     return store
 
 
@@ -198,10 +198,19 @@ def test_the_hold_reason_names_each_driver_once(db, nova, clock):
     )
 
 
-def test_kdump_message_proves_the_crash_without_a_power_off(db, nova, clock):
-    run = make_run(db, nova, clock)
+def kdump_at(db: Any, run: Any, *seconds: float, address: str = "192.0.2.10") -> None:
+    """Messages from ``address`` received ``seconds`` after the notification reached
+    masakari (its created_at; negative: before)."""
     with db.writer() as s:
-        evidence.record_kdump(s, "192.0.2.10", datetime.datetime(2025, 12, 31, 23, 58), "e-2")
+        reached = evidence.created_at(s, run.notification_uuid)
+        for each in seconds:
+            at = reached + datetime.timedelta(seconds=each)
+            evidence.record_kdump(s, address, at, "e-2")
+
+
+def test_kdump_message_after_the_report_proves_the_crash_without_a_power_off(db, nova, clock):
+    run = make_run(db, nova, clock)
+    kdump_at(db, run, 0.5)
     bmc = ScriptedBMC(IPMI)
     fencing = fencing_for([bmc], order=[KDUMP, IPMI])
     assert step(run, fencing).host_fenced
@@ -209,10 +218,11 @@ def test_kdump_message_proves_the_crash_without_a_power_off(db, nova, clock):
     assert attempts(db, run.notification_uuid) == [(0, "kdump", "crashed")]
 
 
-def test_an_old_kdump_message_is_no_proof_and_the_wait_is_bounded(db, nova, clock):
+def test_a_kdump_message_before_the_report_is_no_proof_and_the_wait_is_bounded(db, nova, clock):
     run = make_run(db, nova, clock)
-    with db.writer() as s:  # older than kdump_max_age (600 s) before the report
-        evidence.record_kdump(s, "192.0.2.10", datetime.datetime(2025, 12, 31, 23, 40), "e-2")
+    # Sent before the report reached masakari: forged ahead of it, or an earlier crash's.
+    kdump_at(db, run, -0.5, -60)
+    kdump_at(db, run, 5, address="192.0.2.11")  # another host's
     bmc = ScriptedBMC(IPMI, off_error=Unreachable("no answer"))
     with pytest.raises(Held):
         step(run, fencing_for([bmc], order=[IPMI, KDUMP]))
@@ -221,6 +231,58 @@ def test_an_old_kdump_message_is_no_proof_and_the_wait_is_bounded(db, nova, cloc
         (1, "kdump", "no message"),
     ]
     assert clock.monotonic() == pytest.approx(3.0)  # the entry's wait, no more
+
+
+def test_a_kdump_hint_is_recorded_and_the_power_driver_still_fences(db, nova, clock):
+    run = make_run(db, nova, clock)
+    kdump_at(db, run, 0.5)
+    bmc = ScriptedBMC(IPMI)
+    fencing = fencing_for([bmc], order=[KDUMP, IPMI], kdump_trust="hint")
+    assert step(run, fencing).host_fenced
+    assert bmc.calls == ["off", "status"]
+    assert attempts(db, run.notification_uuid) == [
+        (0, "kdump", "hint"),
+        (1, "off", "done"),
+        (1, "status", "off"),
+    ]
+    assert clock.monotonic() == 0.0  # a hint is not waited for: the power off is not delayed
+
+
+def test_a_kdump_hint_alone_is_held(db, nova, clock):
+    run = make_run(db, nova, clock)
+    kdump_at(db, run, 0.5)
+    with pytest.raises(Held):
+        step(run, fencing_for([], order=[KDUMP], kdump_trust="hint"))
+    assert attempts(db, run.notification_uuid) == [(0, "kdump", "hint")]
+
+
+TWO = DriverSpec(
+    "kdump", address="192.0.2.10", options={"wait": "4", "messages": "2", "interval": "2"}
+)
+
+
+@pytest.mark.parametrize(
+    ("received", "proven"),
+    [
+        ((0.5,), False),  # one message of the two
+        ((0.5, 0.6, 0.7, 0.8), False),  # one burst counts once (1 s apart at least)
+        ((-3, 0.5), False),  # one of them before the report
+        ((0.5, 1.5), True),
+        ((0.5, 0.7, 2.5), True),
+    ],
+)
+def test_an_entry_wanting_two_messages_wants_them_spaced(db, nova, clock, received, proven):
+    run = make_run(db, nova, clock)
+    kdump_at(db, run, *received)
+    bmc = ScriptedBMC(IPMI, off_error=Unreachable("no answer"))
+    if proven:
+        assert step(run, fencing_for([bmc], order=[TWO, IPMI])).host_fenced
+    else:
+        with pytest.raises(Held):
+            step(run, fencing_for([bmc], order=[TWO, IPMI]))
+    first = attempts(db, run.notification_uuid)[0]
+    assert first == (0, "kdump", "crashed" if proven else "no message")
+    assert bmc.calls == ([] if proven else ["off"])
 
 
 def test_a_takeover_after_a_confirmed_off_sends_nothing(db, nova, clock):

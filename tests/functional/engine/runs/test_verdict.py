@@ -3,18 +3,21 @@ simulator (its rules: tests/unit/engine/test_verdict.py)."""
 
 from __future__ import annotations
 
+import datetime
 import json
 
 import pytest
 import sqlalchemy as sa
 
 from masakari.db import evidence as ev
+from masakari.db import fencing as fence_db
 from masakari.db import holds
 from masakari.db.models import FailureEvidence, Notification, NotificationClaim
 from masakari.engine import verdict
 from masakari.engine.errors import Held
 from masakari.engine.fencing import HostFencing
 from masakari.engine.payloads import HostPayload
+from masakari.fencing.base import DriverSpec
 from tests.support import rows
 from tests.support.clock import EPOCH
 from tests.support.fencing import IPMI, Plan
@@ -143,3 +146,56 @@ def test_an_engine_that_can_fence_goes_on_from_a_confirmation_on_fencing(
     with db.reader() as s:
         assert holds.reasons(s, [nid]) == {}
         assert [e.kind for e in ev.of(s, nid)] == ["verdict"], "not judged again"
+
+
+# --- kdump messages: the fence step's own judgement (masakari.engine.kdump_proof) ------------
+
+KDUMP = DriverSpec("kdump", address="192.0.2.10")
+
+
+def _kdump_after_report(db, nid, seconds: float) -> None:
+    with db.writer() as s:
+        reached = fence_db.created_at(s, nid)
+        at = reached + datetime.timedelta(seconds=seconds)
+        fence_db.record_kdump(s, "192.0.2.10", at, "e-2")
+
+
+def _with_kdump(run, trust: str = "proof") -> None:
+    run.fencing = HostFencing(
+        plan=Plan({"compute-1": [KDUMP, IPMI]}),
+        power_driver=lambda spec: None,  # type: ignore[arg-type,return-value]
+        kdump_trust=trust,
+    )
+
+
+@pytest.mark.parametrize(("seconds", "proven"), [(1.0, True), (-1.0, False)])
+def test_a_kdump_message_after_the_report_proves_the_host_off(
+    db, sim, nova, clock, seconds, proven
+) -> None:
+    run, host, nid = _run(db, sim, nova, clock, **{"verdict.rule": "fence"})
+    _with_kdump(run)
+    _kdump_after_report(db, nid, seconds)
+    status = verdict.judge(run, host, HostPayload.parse(json.dumps(DETECTED)))
+    with db.reader() as s:
+        kept = [(e.kind, e.failed, e.value) for e in ev.of(s, nid) if e.kind != "nova"]
+    if proven:
+        assert status == "NORMAL"
+        assert kept == [("fence", True, "off"), ("verdict", True, "NORMAL")]
+    else:  # before the report: only the promise that the fence proves it
+        assert status == "UNKNOWN"
+        assert kept == [("verdict", True, "ON_FENCE")]
+
+
+def test_a_kdump_hint_is_evidence_and_a_signal_but_no_proof(db, sim, nova, clock) -> None:
+    run, host, nid = _run(db, sim, nova, clock, **{"verdict.rule": "any_two"})
+    _with_kdump(run, trust="hint")
+    _kdump_after_report(db, nid, 1.0)
+    status = verdict.judge(run, host, HostPayload.parse(json.dumps(DETECTED)))
+    assert status == "UNKNOWN"  # not proven off: the fence step must power it off
+    with db.reader() as s:
+        kept = [(e.kind, e.failed, e.value, e.detail) for e in ev.of(s, nid) if e.kind != "nova"]
+    (hint, judged) = kept
+    assert hint[:3] == ("fence", True, "kdump hint")
+    assert "1 of 1 crash message(s) from 192.0.2.10" in hint[3]
+    assert judged[:3] == ("verdict", True, "ON_FENCE")
+    assert "kdump_trust = hint" in judged[3]  # named as the fence's signal
