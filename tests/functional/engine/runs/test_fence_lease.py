@@ -8,7 +8,6 @@ Asserted on the fence attempts, the hold and what the power driver was asked.
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import json
 from pathlib import Path
 from typing import Any
@@ -106,7 +105,7 @@ def fencing_of(specs: list[DriverSpec], bmc: BMC | None = None) -> HostFencing:
 def step(run: Any, fencing: HostFencing) -> Store:
     run.fencing = fencing
     store = Store(run.notification_uuid, host_name=HOST, host_status="NORMAL")
-    fence.fence_first(run, store, FencedHost(HOST), datetime.datetime(2026, 1, 1))
+    fence.fence_first(run, store, FencedHost(HOST))
     return store
 
 
