@@ -1,24 +1,24 @@
 """The contract of a power fencing driver, and one driver's entry in the fencing file.
 
 A host's entry in the fencing file ([fencing]/config_file) is an ordered *escalation list*
-of :class:`DriverSpec`: the engine tries them in order until one proves the host off. A
-power driver (IPMI, Redfish, a fence agent) implements :class:`PowerDriver`; ``kdump`` is
-not a power driver but a proof of a crash (:class:`CrashProof`), checked in its place in the
-list, and ``lease`` the host's shared-disk lease (:mod:`masakari.fencing.lease`). Drivers
-never log or raise secrets: :class:`DriverSpec` keeps them out of ``repr``, and
-:meth:`DriverSpec.describe` is what evidence, logs and the API show.
+of :class:`DriverSpec`: the engine tries them in order until one proves the host dead. A
+power driver (IPMI, Redfish, a fence agent) implements :class:`PowerDriver`; the others are
+no power switch: ``kdump`` is the host's word that it crashed
+(:mod:`masakari.engine.kdump_proof`), ``lease`` its shared-disk lease
+(:mod:`masakari.fencing.lease`), ``ceph`` a cut off its storage
+(:mod:`masakari.fencing.ceph`). Drivers never log or raise secrets: :class:`DriverSpec`
+keeps them out of ``repr``, and :meth:`DriverSpec.describe` is what evidence, logs and the
+API show.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import enum
 from collections.abc import Mapping
 from typing import Protocol
 
 __all__ = [
-    "CrashProof",
     "DriverSpec",
     "FenceError",
     "PowerDriver",
@@ -125,13 +125,3 @@ class PowerDriver(Protocol):
     def power_status(self) -> PowerState: ...
 
     def power_on(self) -> None: ...
-
-
-class CrashProof(Protocol):
-    """The kdump entry: has the host said it crashed? (fence_kdump_send's messages, received
-    by an engine's listener and kept in the database.)"""
-
-    def crashed_since(self, address: str, since: datetime.datetime) -> datetime.datetime | None:
-        """When the newest crash message from ``address`` at or after ``since`` arrived, or
-        None."""
-        ...

@@ -18,9 +18,6 @@ is no fence_kdump message, when its source is not one the listener was told to k
 (``allows``: the kdump addresses of the fencing file's hosts), or when the same source
 already had one handed on less than ``store_every`` seconds ago: a flood costs at most one
 row per configured source per interval, and a flood from elsewhere costs no write at all.
-:class:`MemoryCrashProof` is a sink and a crash proof in one process's memory (tests, a
-single engine).
-
 :class:`KdumpRule` is what a kdump entry asks for: how many messages, how far apart.
 """
 
@@ -47,7 +44,6 @@ __all__ = [
     "DEFAULT_PORT",
     "KdumpListener",
     "KdumpRule",
-    "MemoryCrashProof",
     "is_message",
     "message",
     "parse_listen",
@@ -332,31 +328,3 @@ class KdumpListener:
                 continue
             self.stored += 1
             self.counted(STORED)
-
-
-class MemoryCrashProof:
-    """A sink and a :class:`~masakari.fencing.base.CrashProof` in memory: the newest message
-    time of each source address."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._newest: dict[str, datetime.datetime] = {}
-
-    def __call__(self, address: str, received_at: datetime.datetime) -> None:
-        with self._lock:
-            if address not in self._newest or self._newest[address] < received_at:
-                self._newest[address] = received_at
-
-    def crashed_since(self, address: str, since: datetime.datetime) -> datetime.datetime | None:
-        try:
-            sources = resolve(address)
-        except OSError:
-            return None
-        with self._lock:
-            times = [self._newest[s] for s in sources if s in self._newest]
-        newest = max(times, default=None)
-        return newest if newest is not None and newest >= since else None
-
-
-# mypy checks that it keeps the contract.
-_: type[base.CrashProof] = MemoryCrashProof

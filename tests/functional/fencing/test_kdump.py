@@ -12,7 +12,7 @@ import time
 import pytest
 
 from masakari.fencing import base, drivers, kdump
-from masakari.fencing.kdump import KdumpListener, MemoryCrashProof
+from masakari.fencing.kdump import KdumpListener
 from tests.fakes.kdump_sender import (
     FENCE_KDUMP_SEND,
     fence_kdump_send,
@@ -145,32 +145,19 @@ def test_parse_listen() -> None:
             kdump.parse_listen(bad)
 
 
-def test_memory_crash_proof() -> None:
-    proof: base.CrashProof = MemoryCrashProof()
-    assert proof.crashed_since("127.0.0.1", START) is None
-    proof("127.0.0.1", START + datetime.timedelta(seconds=5))  # type: ignore[operator]
-    proof("127.0.0.1", START + datetime.timedelta(seconds=2))  # type: ignore[operator]
-    newest = START + datetime.timedelta(seconds=5)
-    assert proof.crashed_since("127.0.0.1", START) == newest
-    assert proof.crashed_since("localhost", START) == newest  # a name, resolved
-    assert proof.crashed_since("127.0.0.1", newest) == newest
-    assert proof.crashed_since("127.0.0.1", newest + datetime.timedelta(seconds=1)) is None
-    assert proof.crashed_since("127.0.0.2", START) is None
-    assert proof.crashed_since("no-such-host.invalid", START) is None
-
-
-def test_the_listener_feeds_the_crash_proof(listener) -> None:
-    proof = MemoryCrashProof()
-    listener.sink = proof
+def test_the_listener_hands_each_message_to_its_sink(listener) -> None:
+    received: list[tuple[str, datetime.datetime]] = []
+    listener.sink = lambda address, at: received.append((address, at))
     before = datetime.datetime.now(datetime.UTC).replace(tzinfo=None) - datetime.timedelta(
         seconds=1
     )
     send_kdump(listener.port, source="127.0.0.14")
     deadline = time.monotonic() + WELL_WITHIN
-    while proof.crashed_since("127.0.0.14", before) is None:
+    while not received:
         assert time.monotonic() < deadline
         time.sleep(0.02)
-    assert proof.crashed_since("127.0.0.15", before) is None
+    ((address, at),) = received
+    assert address == "127.0.0.14" and at >= before
 
 
 def test_check_of_a_kdump_entry_resolves_its_address() -> None:
