@@ -10,8 +10,9 @@ GROUP = cfg.OptGroup(
     "fencing",
     title="Host fencing",
     help=(
-        "(masakari rewrite only) Power fencing of failed compute hosts (IPMI, Redfish, "
-        "fence agents, fence_kdump) before their instances are evacuated. Off while "
+        "(masakari rewrite only) Fencing of failed compute hosts (IPMI, Redfish, fence "
+        "agents, fence_kdump, a shared-disk lease, Ceph's blocklist) before their instances "
+        "are evacuated. Off while "
         "config_file is unset: recovery then trusts the monitor's report, as in masakari "
         "22.0.0."
     ),
@@ -33,8 +34,8 @@ OPTS: list[cfg.Opt] = [
             """
 (masakari rewrite only) The host fencing file (YAML): for each host name or
 pattern, and as a segment's default, the ordered drivers that power the host
-off (ipmi, redfish, agent) or prove it crashed (kdump), with their addresses
-and credentials. Read by masakari-engine only; keep it readable by the
+off (ipmi, redfish, agent), prove it crashed (kdump) or dead (lease), or cut it
+off its storage (ceph), with their addresses and credentials. Read by masakari-engine only; keep it readable by the
 engine's user alone. Unset: no host is fenced (masakari 22.0.0's behaviour).
 See docs/operations.md, Host fencing.
 """
