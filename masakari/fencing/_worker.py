@@ -189,14 +189,32 @@ class _Waiter:
 
 class Worker:
     """The helper process of ``argv()``, started on first use (or by :meth:`start`) and
-    replaced whenever a call needs it to be."""
+    replaced whenever a call needs it to be.
 
-    def __init__(self, argv: Callable[[], Sequence[str]], name: str) -> None:
+    ``keep_alive`` maps a key's last request to a request that only keeps its session
+    alive: sent every ``every`` seconds that the key had no call, from the parent so that
+    it waits for the key's calls like any other (a BMC closes a session idle for about a
+    minute). A keep-alive that fails replaces the child: the next call makes a new session.
+    """
+
+    def __init__(
+        self,
+        argv: Callable[[], Sequence[str]],
+        name: str,
+        keep_alive: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+        every: float = 15.0,
+    ) -> None:
         self._argv = argv
         self.name = name
+        self._keep_alive = keep_alive
+        self._every = every
         self._child: _Child | None = None
         self._lock = threading.Lock()
         self._keys: dict[Hashable, threading.Lock] = {}
+        # Per key: its last request, its timeout, when it was last sent.
+        self._last: dict[Hashable, tuple[dict[str, Any], float, float]] = {}
+        self._stopping = threading.Event()
+        self._keeper: threading.Thread | None = None
         # A process that exits lets its child go too (it would exit at its stdin's end).
         atexit.register(self.stop)
 
@@ -218,6 +236,10 @@ class Worker:
         """Let the child go (killed after ``grace`` seconds); a later call starts another."""
         with self._lock:
             child, self._child = self._child, None
+            keeper, self._keeper = self._keeper, None
+            self._stopping.set()
+        if keeper is not None:
+            keeper.join()
         if child is not None:
             child.stop(grace)
 
@@ -252,6 +274,7 @@ class Worker:
                     continue
                 if "error" not in answer:
                     child.sessions.add(key)
+                    self._last[key] = (request, timeout, time.monotonic())
                 return answer
             # Whatever it is stuck in (pyghmi gives up on a silent BMC after 20-30 s), it
             # dies with the child.
@@ -267,7 +290,36 @@ class Worker:
         with self._lock:
             if self._child is None or self._child.gone:
                 self._child = _Child(self._argv())
+            if self._keep_alive is not None and self._keeper is None:
+                self._stopping.clear()
+                self._keeper = threading.Thread(
+                    target=self._keep_sessions_alive, name="worker-keep-alive", daemon=True
+                )
+                self._keeper.start()
             return self._child
+
+    def _keep_sessions_alive(self) -> None:
+        assert self._keep_alive is not None
+        while not self._stopping.wait(self._every / 3):
+            child = self._child
+            if child is None:
+                continue
+            for key in list(child.sessions):
+                request, timeout, sent = self._last[key]
+                lock = self._keys[key]
+                # A key in a call is alive (or about to be found dead) without help.
+                if time.monotonic() - sent < self._every or not lock.acquire(blocking=False):
+                    continue
+                try:
+                    self._last[key] = (request, timeout, time.monotonic())
+                    answer = child.ask(self._keep_alive(request), timeout)
+                except Gone:
+                    break  # replaced meanwhile: the next round sees the new child
+                finally:
+                    lock.release()
+                if answer is None or "error" in answer:
+                    self._replace(child, "a keep-alive failed")
+                    break
 
     def _replace(self, child: _Child | None, why: str) -> None:
         """Kill ``child`` (if it is still the current one) and start its successor now."""

@@ -7,9 +7,10 @@ has, sent raw so that no vendor extension gets a say.
 pyghmi runs in one long-lived child process per masakari process (``python -m
 masakari.fencing.ipmi``, :data:`SESSIONS`; masakari-engine starts it when its fencing file
 has an ``ipmi`` entry, anything else at its first call). The child logs in to a BMC at the
-first call for it and keeps the session, one per (address, port, user name), alive with
-pyghmi's keep-alives (a BMC closes an idle session after about a minute): a call is then one
-command and its answer. Credentials travel on the child's stdin only, with each request.
+first call for it and keeps the session, one per (address, port, user name), alive with a
+Get Device ID every 15 s it is idle (a BMC closes an idle session after about a minute): a
+call is then one command and its answer. Credentials travel on the child's stdin only, with
+each request.
 
 pyghmi keeps its sessions in process-wide tables, where a second session to one BMC can hang
 and a silent BMC is given up only after 20-30 s; so no session is ever made twice in one
@@ -17,8 +18,9 @@ child, and anything that needs a new one replaces the child (:mod:`masakari.fenc
 a call that gets no answer within the entry's timeout (it raises
 :class:`~masakari.fencing.base.Unreachable`), a session that went stale (no answer within a
 third of the timeout on a session made earlier: the BMC restarted or dropped it; the call is
-asked once more of the new child), a password changed in the fencing file. Calls to one BMC
-wait for each other, calls to different BMCs do not.
+asked once more of the new child), a password changed in the fencing file, a login that
+failed, a keep-alive that failed. Calls to one BMC wait for each other, calls to different
+BMCs do not.
 """
 
 from __future__ import annotations
@@ -35,13 +37,16 @@ from typing import Any
 from masakari.fencing import _process, _worker, base
 
 DEFAULT_PORT = 623
-_ACTIONS = ("off", "status", "on")
+_ACTIONS = ("off", "status", "on", "alive")
 # IPMI netfn chassis (0): get chassis status (1), chassis control (2) with "power down" (0)
 # or "power up" (1).
 _NETFN_CHASSIS = 0
 _GET_STATUS = 1
 _CONTROL = 2
 _CONTROL_DATA = {"off": 0, "on": 1}
+# netfn application (6): get device ID (1), what keeps a session alive.
+_NETFN_APP = 6
+_GET_DEVICE_ID = 1
 
 
 class IPMIDriver:
@@ -92,8 +97,14 @@ class IPMIDriver:
         raise base.FenceError(message, spec.describe())
 
 
-# The child that keeps this process's BMC sessions.
-SESSIONS = _worker.Worker(lambda: [python(), "-m", "masakari.fencing.ipmi"], "IPMI session worker")
+# The child that keeps this process's BMC sessions, each kept alive with a Get Device ID
+# when idle (pyghmi would send its own after 25-29 s idle, but only while some thread turns
+# its event loop, which races with the calls).
+SESSIONS = _worker.Worker(
+    lambda: [python(), "-m", "masakari.fencing.ipmi"],
+    "IPMI session worker",
+    keep_alive=lambda request: {**request, "action": "alive"},
+)
 
 
 def python() -> str:
@@ -131,6 +142,9 @@ class _Sessions:
     def __init__(self) -> None:
         from pyghmi import exceptions as pyghmi_exceptions
         from pyghmi.ipmi import command
+        from pyghmi.ipmi.private import session
+
+        _slice_waits(session)
 
         self._command = command.Command
         self._error: type[Exception] = pyghmi_exceptions.IpmiException
@@ -181,9 +195,28 @@ class _Sessions:
         return answer
 
 
+# The longest pyghmi waits for a packet before it looks again.
+_WAIT_SLICE = 0.02
+
+
+def _slice_waits(session: Any) -> None:
+    """pyghmi queues its wait for an answer after sending the request: an answer that comes
+    back first (on loopback, or with the thread descheduled) is read only when the wait
+    times out, the retransmission timer's 0.5-1 s later. Its waits are cut into slices,
+    after each of which it reads what came."""
+    wait = session._io_wait
+
+    def sliced(timeout: float, myaddr: Any = None, evq: Any = None) -> None:
+        wait(min(timeout, _WAIT_SLICE), myaddr, evq)
+
+    session._io_wait = sliced
+
+
 def _command(bmc: Any, action: str, ipmi_error: type[Exception]) -> dict[str, Any]:
     try:
-        if action == "status":
+        if action == "alive":
+            response = bmc.raw_command(netfn=_NETFN_APP, command=_GET_DEVICE_ID)
+        elif action == "status":
             response = bmc.raw_command(netfn=_NETFN_CHASSIS, command=_GET_STATUS)
         else:
             response = bmc.raw_command(
@@ -193,6 +226,8 @@ def _command(bmc: Any, action: str, ipmi_error: type[Exception]) -> dict[str, An
         return {"error": str(exc) or "no answer", "kind": _classify(str(exc))}
     if "error" in response and not response.get("code"):
         return {"error": str(response["error"]), "kind": _classify(str(response["error"]))}
+    if action == "alive":
+        return {"ok": True}  # any answer, a refusal included, says the session lives
     code = response.get("code", 0)
     if action == "status":
         if code:
@@ -216,17 +251,6 @@ def _command(bmc: Any, action: str, ipmi_error: type[Exception]) -> dict[str, An
     return {"ok": True}
 
 
-def _keep_alive() -> None:
-    """Turn pyghmi's event loop, which sends each idle session's keep-alive when it is due."""
-    from pyghmi.ipmi.private import session
-
-    while True:
-        try:
-            session.Session.wait_for_rsp(timeout=1)
-        except Exception:  # noqa: BLE001 - one bad packet must not end the keep-alives
-            traceback.print_exc()
-
-
 def main() -> int:
     # pyghmi prints now and then: keep its output off the answers' channel.
     answers = os.fdopen(os.dup(1), "w")
@@ -239,11 +263,9 @@ def main() -> int:
             answers.flush()
 
     try:
-        sessions = _Sessions()
+        sessions: _Sessions | None = _Sessions()
     except ImportError:
         sessions = None
-    else:
-        threading.Thread(target=_keep_alive, name="keep-alive", daemon=True).start()
     say({"ready": True})
 
     def serve(request: dict[str, Any]) -> None:
