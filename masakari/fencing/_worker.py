@@ -192,7 +192,7 @@ class Worker:
     replaced whenever a call needs it to be.
 
     ``keep_alive`` maps a key's last request to a request that only keeps its session
-    alive: sent every ``every`` seconds that the key had no call, from the parent so that
+    alive: sent once a key had no call for :attr:`every` seconds, from the parent so that
     it waits for the key's calls like any other (a BMC closes a session idle for about a
     minute). A keep-alive that fails replaces the child: the next call makes a new session.
     """
@@ -207,7 +207,7 @@ class Worker:
         self._argv = argv
         self.name = name
         self._keep_alive = keep_alive
-        self._every = every
+        self.every = every
         self._child: _Child | None = None
         self._lock = threading.Lock()
         self._keys: dict[Hashable, threading.Lock] = {}
@@ -300,7 +300,7 @@ class Worker:
 
     def _keep_sessions_alive(self) -> None:
         assert self._keep_alive is not None
-        while not self._stopping.wait(self._every / 3):
+        while not self._stopping.wait(self.every / 3):
             child = self._child
             if child is None:
                 continue
@@ -308,7 +308,7 @@ class Worker:
                 request, timeout, sent = self._last[key]
                 lock = self._keys[key]
                 # A key in a call is alive (or about to be found dead) without help.
-                if time.monotonic() - sent < self._every or not lock.acquire(blocking=False):
+                if time.monotonic() - sent < self.every or not lock.acquire(blocking=False):
                     continue
                 try:
                     self._last[key] = (request, timeout, time.monotonic())

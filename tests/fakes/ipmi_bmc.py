@@ -21,6 +21,8 @@ Knobs, each an attribute a test may set at any time:
 - ``delay``: seconds before each command (status, power) is answered; the session set-up
   stays fast, as on a busy BMC.
 - ``password``: the account's password (a change leaves open sessions open).
+- ``session_timeout``: seconds after which a session without a packet is forgotten (as
+  every BMC does, after about a minute); None (the default): never.
 - ``refuse_off``: power-off commands are refused with completion code 0xD5 ("not supported
   in present state"), as some BMCs answer when the chassis is already off.
 
@@ -48,6 +50,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -127,6 +130,12 @@ class _Session(serversession.ServerSession):
     def _handle_ipmi_packet(self, data: Any, sockaddr: Any = None, qent: Any = None) -> Any:
         if self.bmc.dead:
             return None
+        now = time.monotonic()
+        idle = now - getattr(self, "last_packet", now)
+        if self.bmc.session_timeout is not None and idle > self.bmc.session_timeout:
+            self.bmc.forget(self)
+            return None
+        self.last_packet = now
         return super()._handle_ipmi_packet(data, sockaddr=sockaddr, qent=qent)
 
 
@@ -153,6 +162,7 @@ class FakeBMC(pyghmi_bmc.Bmc):  # type: ignore[misc]
         self.dead = False
         self.delay = 0.0
         self.refuse_off = False
+        self.session_timeout: float | None = None
         self.commands: list[str] = []
         self.logins = 0
         self._closed = False
@@ -185,6 +195,12 @@ class FakeBMC(pyghmi_bmc.Bmc):  # type: ignore[misc]
         for peers in list(ipmisession.Session.bmc_handlers.values()):
             if getattr(peers.get(self.port), "bmc", None) is self:
                 del peers[self.port]
+
+    def forget(self, session: Any) -> None:
+        """Forget one session: its client's packets go unanswered from now on."""
+        peers = ipmisession.Session.bmc_handlers.get(session.sockaddr, {})
+        if peers.get(self.port) is session:
+            del peers[self.port]
 
     def close(self) -> None:
         """Stop answering for good and free the UDP port."""

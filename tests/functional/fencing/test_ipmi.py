@@ -173,6 +173,21 @@ def test_a_restarted_bmc_is_logged_in_to_again(fake_bmc) -> None:
     assert bmc.logins == 2
 
 
+def test_an_idle_session_is_kept_alive(fake_bmc, monkeypatch) -> None:
+    bmc = fake_bmc(session_timeout=1.0)  # a BMC closes an idle session (after a minute)
+    monkeypatch.setattr(SESSIONS, "every", 0.3)
+    spec = ipmi_spec(bmc, timeout=6)
+    IPMIDriver(spec).power_status()
+    time.sleep(2.5)
+
+    started = time.monotonic()
+    IPMIDriver(spec).power_off()
+    # Not the stale session's way (a third of the timeout, a new worker, a new login).
+    assert time.monotonic() - started < spec.timeout / 3
+    assert bmc.power == "off"
+    assert bmc.logins == 1
+
+
 def test_a_changed_password_is_used_not_the_session_of_the_old_one(fake_bmc) -> None:
     bmc = fake_bmc()
     IPMIDriver(ipmi_spec(bmc)).power_status()
