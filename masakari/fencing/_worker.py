@@ -238,10 +238,10 @@ class Worker:
             child, self._child = self._child, None
             keeper, self._keeper = self._keeper, None
             self._stopping.set()
-        if keeper is not None:
-            keeper.join()
         if child is not None:
             child.stop(grace)
+        if keeper is not None:
+            keeper.join()  # a keep-alive it was waiting for has its answer: the child's end
 
     def call(self, key: Hashable, request: dict[str, Any], timeout: float) -> dict[str, Any]:
         """The child's answer to ``request`` for ``key`` within ``timeout`` seconds, or
@@ -312,7 +312,9 @@ class Worker:
                     continue
                 try:
                     self._last[key] = (request, timeout, time.monotonic())
-                    answer = child.ask(self._keep_alive(request), timeout)
+                    # A call waiting for the key waits for this no longer than a stale
+                    # session would make it wait.
+                    answer = child.ask(self._keep_alive(request), timeout * _STALE_SHARE)
                 except Gone:
                     break  # replaced meanwhile: the next round sees the new child
                 finally:
