@@ -215,6 +215,9 @@ class Worker:
         self._last: dict[Hashable, tuple[dict[str, Any], float, float]] = {}
         self._stopping = threading.Event()
         self._keeper: threading.Thread | None = None
+        # Counts the stops: a call in flight at a stop ends there (Expired) rather than
+        # starting another child for an engine that is going away.
+        self._stops = 0
         # A process that exits lets its child go too (it would exit at its stdin's end).
         atexit.register(self.stop)
 
@@ -238,6 +241,7 @@ class Worker:
             child, self._child = self._child, None
             keeper, self._keeper = self._keeper, None
             self._stopping.set()
+            self._stops += 1
         if child is not None:
             child.stop(grace)
         if keeper is not None:
@@ -247,12 +251,13 @@ class Worker:
         """The child's answer to ``request`` for ``key`` within ``timeout`` seconds, or
         :class:`Expired`."""
         deadline = time.monotonic() + timeout
+        stops = self._stops
         with self._keys_lock(key, deadline):
             remade = False
             late: _Child | None = None
             for _ in range(_ATTEMPTS):
                 left = deadline - time.monotonic()
-                if left <= 0:
+                if left <= 0 or self._stops != stops:
                     break
                 child = self._current()
                 known = key in child.sessions

@@ -262,6 +262,19 @@ def test_calls_to_one_bmc_wait_for_each_other(fake_bmc) -> None:
     assert bmc.logins == 1
 
 
+def test_a_call_in_flight_at_the_stop_ends_there_and_starts_no_worker(fake_bmc) -> None:
+    silent = fake_bmc(dead=True)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        waiting = pool.submit(IPMIDriver(ipmi_spec(silent, timeout=5)).power_status)
+        time.sleep(0.5)
+        SESSIONS.stop()  # the engine stops
+        stopped = time.monotonic()
+        with pytest.raises(base.Unreachable):
+            waiting.result()
+    assert time.monotonic() - stopped < 1
+    assert SESSIONS.pid is None
+
+
 def _running(pid: int) -> bool:
     try:
         os.kill(pid, 0)
