@@ -224,12 +224,12 @@ class EngineService:
         LOG.info("masakari-engine %s starting", self.owner)
         if self.fencing is not None:
             self.fencing.say_unbuildable()
-            if self.fencing.uses_ipmi:
-                # Its start-up (a Python with pyghmi) is then off the first fence's path.
-                ipmi.SESSIONS.start()
         if self.kdump is not None:
             self.kdump.start()  # first: an address that cannot be bound stops the engine here
             self._kdump_sources_now()
+        if self.fencing is not None and self.fencing.uses_ipmi:
+            # Its start-up (a Python with pyghmi) is then off the first fence's path.
+            ipmi.SESSIONS.start()
         if self.host_poller is not None:
             self.host_poller.start()
         self._intake_thread.start()
