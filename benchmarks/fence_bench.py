@@ -3,6 +3,7 @@ default flow's sleep.
 
     .venv/bin/python -m benchmarks.fence_bench [--runs 5] [--bmc-delays 0,0.5]
         [--instances 10] [--default-wait 180] [--modes fenced,monitor,default]
+        [--load 0] [--warm-session]
 
 One masakari-engine (in this process, on a throwaway SQLite database) recovers a host
 failure of the Nova simulator (tests/fakes/nova.py, real clock, Nova's service_down_time
@@ -11,8 +12,12 @@ engine is woken as the API's wake-up cast does. Modes:
 
 - ``fenced``: host fencing on, the host's one driver an IPMI BMC (pyghmi's BMC server on
   loopback, tests/fakes/ipmi_bmc.py, answering each command after ``--bmc-delays``
-  seconds), all [fencing] options at their defaults: FenceHostTask powers the host off,
-  reads it Off, and the service is forced down and evacuated at once;
+  seconds), all [fencing] options at their defaults but the readiness checks: FenceHostTask
+  powers the host off, reads it Off, and the service is forced down and evacuated at once.
+  The host fails once the engine is up (its IPMI worker process started): the power off
+  logs in to the BMC, unless ``--warm-session``, where the readiness check at the engine's
+  start (``check_interval`` at its default) made the session first, as in a deployment
+  that has run for a while;
 - ``monitor``: no host fencing, ``[host_failure] force_down_fenced_host`` on: the same
   hand-off on the monitor's word (no proof), for the cost of the proof;
 - ``default``: the reference's flow: disable, sleep ``wait_period_after_service_update``
@@ -21,17 +26,20 @@ engine is woken as the API's wake-up cast does. Modes:
 Measured per run, from the report's ``generated_time``: when the power Off was confirmed
 (the confirming status read's end, from its fence attempt row), and when the first
 evacuation request reached Nova (the simulator's record). The driver time is the sum of the
-fence calls' durations (the IPMI driver runs pyghmi in a child process per call, so it
-includes that process's start); the rest is the engine's own: the goal is at most 1 s.
+fence calls' durations (the IPMI driver's calls to its long-lived pyghmi worker, the login
+included when the session is made then); the rest is the engine's own: the goal is at most
+1 s in all. ``--load N`` runs N processes that burn a CPU each meanwhile (a busy machine).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import logging
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -50,6 +58,7 @@ from masakari.db.database import Database  # noqa: E402
 from masakari.db.models import FenceAttempt, Host, Notification, Segment  # noqa: E402
 from masakari.engine.fencing import HostFencing  # noqa: E402
 from masakari.engine.service import EngineService  # noqa: E402
+from masakari.fencing import ipmi  # noqa: E402
 from tests.fakes.ipmi_bmc import FakeBMC  # noqa: E402
 from tests.fakes.nova import NovaSimulator  # noqa: E402
 
@@ -66,7 +75,9 @@ def _epoch(value: datetime.datetime) -> float:
     return value.replace(tzinfo=datetime.UTC).timestamp()
 
 
-def one_run(mode: str, bmc_delay: float, instances: int, default_wait: float) -> dict[str, Any]:
+def one_run(
+    mode: str, bmc_delay: float, instances: int, default_wait: float, warm_session: bool = False
+) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="fence-bench-") as tmp, NovaSimulator() as sim:
         db = Database.from_url(f"sqlite:///{tmp}/masakari.db")
         migration.upgrade(db.engine)
@@ -107,7 +118,8 @@ def one_run(mode: str, bmc_delay: float, instances: int, default_wait: float) ->
             path.write_text(json.dumps({"version": 1, "hosts": {FAILED: [entry]}}))
             path.chmod(0o600)
             options["fencing.config_file"] = str(path)
-            options["fencing.check_interval"] = 0
+            if not warm_session:
+                options["fencing.check_interval"] = 0
         elif mode == "monitor":
             options["host_failure.force_down_fenced_host"] = True
         conf = masakari_conf.for_tests(**options)
@@ -116,7 +128,12 @@ def one_run(mode: str, bmc_delay: float, instances: int, default_wait: float) ->
         )
         engine.start()
         try:
-            if mode != "fenced":
+            if mode == "fenced":
+                if not ipmi.SESSIONS.wait_ready(60):
+                    raise RuntimeError("the IPMI worker did not start within 60 s")
+                if warm_session:
+                    _wait_for(lambda: bmc.logins > 0 and "status" in bmc.commands, 60)
+            else:
                 # The monitor fenced it (monitor mode) or it simply died (default mode).
                 bmc.power = "off"
             nid = str(uuid.uuid4())
@@ -176,6 +193,26 @@ def one_run(mode: str, bmc_delay: float, instances: int, default_wait: float) ->
             db.dispose()
 
 
+def _wait_for(condition: Any, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"not within {timeout:g} s")
+        time.sleep(0.01)
+
+
+@contextlib.contextmanager
+def _burning(cpus: int) -> Any:
+    """``cpus`` processes spinning meanwhile: the busy machine the hand-off must bear."""
+    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(cpus)]
+    try:
+        yield
+    finally:
+        for burner in burners:
+            burner.kill()
+            burner.wait()
+
+
 def _fmt(values: list[float | None]) -> str:
     real = [v for v in values if v is not None]
     if not real:
@@ -190,31 +227,47 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--instances", type=int, default=10)
     parser.add_argument("--default-wait", type=float, default=180.0)
     parser.add_argument("--modes", default="fenced,monitor,default")
+    parser.add_argument("--load", type=int, default=0, help="CPU-burning processes meanwhile")
+    parser.add_argument(
+        "--warm-session",
+        action="store_true",
+        help="fenced: the readiness check at start logs in first (the default check_interval)",
+    )
     args = parser.parse_args(argv)
     # The engine's own log lines (a run stopped once measured) would interleave the table.
     logging.basicConfig(level=logging.ERROR)
     delays = [float(d) for d in args.bmc_delays.split(",")]
     modes = args.modes.split(",")
     print(
-        f"{args.instances} instances; {args.runs} run(s) each; median / max seconds from the report"
+        f"{args.instances} instances; {args.runs} run(s) each; {args.load} CPU burner(s); "
+        f"session {'warm' if args.warm_session else 'made by the power off'}; "
+        "median / max seconds from the report"
     )
     print(
         f"{'mode':8} {'BMC delay':>9} {'-> Off confirmed':>16} {'-> 1st evacuation':>17} "
         f"{'driver calls':>15} {'engine':>15}"
     )
-    for mode in modes:
-        for delay in delays if mode == "fenced" else [0.0]:
-            runs = args.runs if mode != "default" else 1
-            results = [one_run(mode, delay, args.instances, args.default_wait) for _ in range(runs)]
-            print(
-                f"{mode:8} {delay if mode == 'fenced' else '-':>9} "
-                f"{_fmt([r['to_off'] for r in results]):>16} "
-                f"{_fmt([r['to_first_evacuation'] for r in results]):>17} "
-                f"{_fmt([r['driver'] if mode == 'fenced' else None for r in results]):>15} "
-                f"{_fmt([r['engine'] for r in results]):>15}",
-                flush=True,
-            )
+    with _burning(args.load):
+        for mode in modes:
+            for delay in delays if mode == "fenced" else [0.0]:
+                _report(mode, delay, args)
     return 0
+
+
+def _report(mode: str, delay: float, args: argparse.Namespace) -> None:
+    runs = args.runs if mode != "default" else 1
+    results = [
+        one_run(mode, delay, args.instances, args.default_wait, args.warm_session)
+        for _ in range(runs)
+    ]
+    print(
+        f"{mode:8} {delay if mode == 'fenced' else '-':>9} "
+        f"{_fmt([r['to_off'] for r in results]):>16} "
+        f"{_fmt([r['to_first_evacuation'] for r in results]):>17} "
+        f"{_fmt([r['driver'] if mode == 'fenced' else None for r in results]):>15} "
+        f"{_fmt([r['engine'] for r in results]):>15}",
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

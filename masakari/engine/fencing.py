@@ -19,7 +19,7 @@ from masakari.conf import fencing as fencing_opts
 from masakari.db import fencing as evidence
 from masakari.db.database import Database, transaction
 from masakari.fencing import drivers
-from masakari.fencing.base import DriverSpec, PowerDriver
+from masakari.fencing.base import IPMI, DriverSpec, PowerDriver
 from masakari.fencing.config import FencingFile
 
 LOG = logging.getLogger(__name__)
@@ -64,6 +64,8 @@ class HostFencing:
     # engine's start rather than by the first fence that fails through them.
     unbuildable: tuple[drivers.Unbuildable, ...] = ()
     path: str | None = None
+    # The file has an ipmi entry: the engine starts the IPMI session worker with itself.
+    uses_ipmi: bool = False
 
     @classmethod
     def from_conf(cls, conf: cfg.ConfigOpts) -> HostFencing | None:
@@ -77,6 +79,7 @@ class HostFencing:
             cls.with_options(conf, plan, drivers.power_driver),
             unbuildable=tuple(drivers.unbuildable(plan.entries(), drivers.power_driver)),
             path=plan.path,
+            uses_ipmi=any(spec.type == IPMI for _, spec in plan.entries()),
         )
 
     def say_unbuildable(self) -> None:

@@ -38,7 +38,7 @@ from masakari.engine.recovery.flow import FlowTasks
 from masakari.engine.runner import Runner
 from masakari.engine.slots import EvacuationSlots
 from masakari.engine.workers import Workers
-from masakari.fencing import kdump
+from masakari.fencing import ipmi, kdump
 from masakari.metrics import kdump as kdump_metrics
 
 __all__ = ["Addon", "EngineService", "engine_owner", "lease_timing"]
@@ -227,6 +227,9 @@ class EngineService:
         if self.kdump is not None:
             self.kdump.start()  # first: an address that cannot be bound stops the engine here
             self._kdump_sources_now()
+        if self.fencing is not None and self.fencing.uses_ipmi:
+            # Its start-up (a Python with pyghmi) is then off the first fence's path.
+            ipmi.SESSIONS.start()
         if self.host_poller is not None:
             self.host_poller.start()
         self._intake_thread.start()
@@ -267,6 +270,9 @@ class EngineService:
             self.heartbeat.release(left)
         if self.host_poller is not None:
             self.host_poller.stop()
+        # After the workers: a recovery still fencing has had its grace. The worker is the
+        # process's (not this engine's): another engine of the process starts a new one.
+        ipmi.SESSIONS.stop()
         self.heartbeat.forget()
         LOG.info("masakari-engine %s stopped", self.owner)
 

@@ -12,7 +12,8 @@ storage.
 - :mod:`masakari.fencing.config`: the fencing file, loaded and checked
   (:class:`~masakari.fencing.config.FencingFile`).
 - :mod:`masakari.fencing.drivers`: ``power_driver(spec)`` and the doctor's ``check(spec)``.
-- :mod:`masakari.fencing.ipmi`: the IPMI driver (pyghmi, in a child process per call).
+- :mod:`masakari.fencing.ipmi`: the IPMI driver (pyghmi, in a long-lived child process that
+  keeps a session per BMC: :mod:`masakari.fencing._worker`).
 - :mod:`masakari.fencing.redfish`: the Redfish driver (sushy).
 - :mod:`masakari.fencing.agent`: any ClusterLabs fence agent, through its stdin.
 - :mod:`masakari.fencing.kdump`: fence_kdump's messages: the listener, the parsing, a crash

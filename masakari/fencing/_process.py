@@ -1,9 +1,8 @@
 """Run a fencing helper process with its input on stdin and a hard deadline.
 
-Fence agents, and pyghmi (whose sessions share process-wide state and take 20-30 s to give up
-on a dead BMC), run in a child process of their own: its arguments never carry a secret (they
-go on stdin), and at the deadline its whole process group is killed, so nothing it started
-outlives the call.
+A fence agent runs in a child process of its own per call: its arguments never carry a
+secret (they go on stdin), and at the deadline its whole process group is killed, so nothing
+it started outlives the call. (pyghmi runs in a long-lived one: :mod:`masakari.fencing._worker`.)
 """
 
 from __future__ import annotations

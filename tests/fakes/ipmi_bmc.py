@@ -20,6 +20,9 @@ Knobs, each an attribute a test may set at any time:
   no answer at all.
 - ``delay``: seconds before each command (status, power) is answered; the session set-up
   stays fast, as on a busy BMC.
+- ``password``: the account's password (a change leaves open sessions open).
+- ``session_timeout``: seconds after which a session without a packet is forgotten (as
+  every BMC does, after about a minute); None (the default): never.
 - ``refuse_off``: power-off commands are refused with completion code 0xD5 ("not supported
   in present state"), as some BMCs answer when the chassis is already off.
 
@@ -28,6 +31,10 @@ Wrong credentials are refused at once, as real BMCs do: an unknown user name get
 check (IPMI's own design: the client detects it). pyghmi's server alone would leave an
 unknown user unanswered, and would claim to accept cipher suite 17 (SHA-256), which it cannot
 speak: this one refuses it, so that clients fall back to suite 3 at once.
+
+``reboot()`` forgets every session, as a BMC restart (or its session idle timeout) does: a
+client's next command on its old session goes unanswered until it logs in again. ``logins``
+counts the RMCP+ sessions the BMC opened (one per client login, a wrong password's included).
 
 ``on_power_change(callback)`` registers ``callback(state)``, called (in the BMC's I/O
 thread) whenever the power state changes, by a command or by a test: the Nova simulator's
@@ -43,6 +50,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -104,6 +112,7 @@ class _Session(serversession.ServerSession):
         # integrity and confidentiality payloads, 8 bytes each, the algorithm at offset 4.
         if len(request) >= 32 and (request[12] != _SHA1 or request[20] != _SHA1):
             return bytearray([request[0], _NO_CIPHER_SUITE_MATCH, 0, 0]) + request[4:8]
+        self.bmc.logins += 1
         response: bytearray = super().create_open_session_response(request)
         return response
 
@@ -121,6 +130,12 @@ class _Session(serversession.ServerSession):
     def _handle_ipmi_packet(self, data: Any, sockaddr: Any = None, qent: Any = None) -> Any:
         if self.bmc.dead:
             return None
+        now = time.monotonic()
+        idle = now - getattr(self, "last_packet", now)
+        if self.bmc.session_timeout is not None and idle > self.bmc.session_timeout:
+            self.bmc.forget(self)
+            return None
+        self.last_packet = now
         return super()._handle_ipmi_packet(data, sockaddr=sockaddr, qent=qent)
 
 
@@ -140,7 +155,6 @@ class FakeBMC(pyghmi_bmc.Bmc):  # type: ignore[misc]
         self.port = self.serversocket.getsockname()[1]
         self.address = address
         self.username = username
-        self.password = password
         self._lock = threading.Lock()
         self._power = _check_state(power)
         self._listeners: list[Callable[[str], None]] = []
@@ -148,7 +162,9 @@ class FakeBMC(pyghmi_bmc.Bmc):  # type: ignore[misc]
         self.dead = False
         self.delay = 0.0
         self.refuse_off = False
+        self.session_timeout: float | None = None
         self.commands: list[str] = []
+        self.logins = 0
         self._closed = False
 
     # -- what a test reads and sets -------------------------------------------------------
@@ -162,8 +178,29 @@ class FakeBMC(pyghmi_bmc.Bmc):  # type: ignore[misc]
     def power(self, state: str) -> None:
         self._set_power(_check_state(state))
 
+    @property
+    def password(self) -> str:
+        return str(self.authdata[self.username])
+
+    @password.setter
+    def password(self, password: str) -> None:
+        """The account's new password: sessions already open stay open, as on a real BMC."""
+        self.authdata[self.username] = password
+
     def on_power_change(self, callback: Callable[[str], None]) -> None:
         self._listeners.append(callback)
+
+    def reboot(self) -> None:
+        """Forget every session (the power state stays): as a restarted BMC does."""
+        for peers in list(ipmisession.Session.bmc_handlers.values()):
+            if getattr(peers.get(self.port), "bmc", None) is self:
+                del peers[self.port]
+
+    def forget(self, session: Any) -> None:
+        """Forget one session: its client's packets go unanswered from now on."""
+        peers = ipmisession.Session.bmc_handlers.get(session.sockaddr, {})
+        if peers.get(self.port) is session:
+            del peers[self.port]
 
     def close(self) -> None:
         """Stop answering for good and free the UDP port."""
@@ -171,11 +208,8 @@ class FakeBMC(pyghmi_bmc.Bmc):  # type: ignore[misc]
             return
         self._closed = True
         self.dead = True
-        handlers = ipmisession.Session.bmc_handlers
-        handlers.pop(self.serversocket, None)
-        for peers in handlers.values():
-            if peers.get(self.port) is not None and getattr(peers[self.port], "bmc", None) is self:
-                del peers[self.port]
+        ipmisession.Session.bmc_handlers.pop(self.serversocket, None)
+        self.reboot()
         try:
             ipmisession.iosockets.remove(self.serversocket)
         except ValueError:

@@ -21,9 +21,9 @@ from tests.support import rows
 from tests.support.engine import add_host, wait_for
 
 USER, PASSWORD = "admin", "s3cret-bmc-pw"
-# A call to a dead BMC gives up after this; a live one may take the default's order (each
-# IPMI call is a child process, slow to start on a loaded machine). A power off is confirmed
-# within CONFIRM_TIMEOUT.
+# A call to a dead BMC gives up after this; a live one may take the default's order (the
+# IPMI worker process, slow to start on a loaded machine, starts again after a dead BMC's
+# call). A power off is confirmed within CONFIRM_TIMEOUT.
 DEAD_TIMEOUT = 1.5
 LIVE_TIMEOUT = 10.0
 CONFIRM_TIMEOUT = 1.5

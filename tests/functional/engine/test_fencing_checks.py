@@ -7,12 +7,14 @@ from __future__ import annotations
 import functools
 import io
 import json
+import os
 import subprocess
 import sys
 from contextlib import redirect_stdout
 from pathlib import Path
 from typing import Any
 
+import pytest
 import sqlalchemy as sa
 
 from masakari.cmd import manage
@@ -20,8 +22,8 @@ from masakari.db import fencing
 from masakari.db.database import Database
 from masakari.db.models import FenceCheck
 from masakari.engine.fence_checks import FenceChecker
-from masakari.engine.fencing import HostFencing
-from masakari.fencing import drivers, lease
+from masakari.engine.fencing import FencedHost, HostFencing
+from masakari.fencing import drivers, ipmi, lease
 from masakari.fencing.base import DriverSpec, PowerState
 from masakari.ha import fence_doctor
 from tests.fakes.ipmi_bmc import FakeBMC
@@ -101,6 +103,33 @@ def test_the_engine_checks_every_hosts_drivers_and_the_doctor_reads_them(
             for line in lines
         )
         assert sum(line.startswith("WARNING  fencing") for line in lines) == 2
+
+
+def test_the_engine_keeps_its_bmc_sessions_in_one_worker_from_start_to_stop(
+    db: Database, sim: Any, engine_factory: Any, tmp_path: Path
+) -> None:
+    with FakeBMC(USER, PASSWORD) as bmc:
+        segment = add_segment(db)
+        add_host(db, segment, "compute-1")
+        path = tmp_path / "fencing.yaml"
+        path.write_text(json.dumps({"version": 1, "hosts": {"compute-1": [entry(bmc)]}}))
+        path.chmod(0o600)
+        conf = make_conf(sim, **{"fencing.config_file": str(path), "fencing.check_interval": 3600})
+        engine = engine_factory(conf, fencing=HostFencing.from_conf(conf))
+        worker = ipmi.SESSIONS.pid
+        assert worker is not None  # started with the engine, before any call
+
+        # The check at start logs in; the session it made serves the fence's calls.
+        wait_for(lambda: bmc.commands == ["status"], 30, "the check at start")
+        driver = engine.fencing.power_driver(engine.fencing.drivers_for(FencedHost("compute-1"))[0])
+        driver.power_off()
+        assert driver.power_status() is PowerState.OFF
+        assert bmc.logins == 1 and ipmi.SESSIONS.pid == worker
+
+        engine.stop(grace=2)
+        assert ipmi.SESSIONS.pid is None
+        with pytest.raises(ProcessLookupError):
+            os.kill(worker, 0)  # exited and reaped
 
 
 def test_segment_check_runs_the_checks_live_when_it_can_read_the_file(

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from masakari.fencing import ipmi
 from tests.fakes.ipmi_bmc import FakeBMC
 from tests.fakes.redfish_bmc import RedfishBMC
 from tests.support.fencing import PASSWORD, USER
@@ -27,6 +28,13 @@ def fake_bmc() -> Iterator[Callable[..., FakeBMC]]:
     yield make
     for bmc in made:
         bmc.close()
+
+
+@pytest.fixture(autouse=True)
+def ipmi_sessions() -> Iterator[None]:
+    """The IPMI driver's worker process, stopped after each test: no session outlives it."""
+    yield
+    ipmi.SESSIONS.stop()
 
 
 @pytest.fixture(scope="module")
