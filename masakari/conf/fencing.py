@@ -35,9 +35,10 @@ OPTS: list[cfg.Opt] = [
 (masakari rewrite only) The host fencing file (YAML): for each host name or
 pattern, and as a segment's default, the ordered drivers that power the host
 off (ipmi, redfish, agent), prove it crashed (kdump) or dead (lease), or cut it
-off its storage (ceph), with their addresses and credentials. Read by masakari-engine only; keep it readable by the
-engine's user alone. Unset: no host is fenced (masakari 22.0.0's behaviour).
-See docs/operations.md, Host fencing.
+off its storage (ceph), with their addresses and credentials. Read by
+masakari-engine only; keep it readable by the engine's user alone. Unset: no
+host is fenced (masakari 22.0.0's behaviour). See docs/operations.md, Host
+fencing.
 """
         ),
     ),
