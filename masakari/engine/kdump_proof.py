@@ -8,12 +8,14 @@ proof of *this* failure is when it came. It counts only when it arrived (an engi
 - the failure's report reached masakari (the notification's ``created_at``: masakari's own
   clock, never the reporter's ``generated_time``): a message sent before the report, forged
   or left over from an earlier crash, proves nothing of this one;
-- the host's last heartbeat masakari can see (Nova's nova-compute ``updated_at``, which
-  Nova's API fills from its servicegroup's last heartbeat, ``last_seen_up``: the fence
-  step's own disable does not move it): a host that heartbeated after a message was running
-  after it. The failure detector's view of
-  the heartbeat is Nova's too, read before its report was created, so the two bounds hold
-  it. When Nova cannot be read the report's time alone bounds the window.
+- the host's last heartbeat masakari can see (Nova's nova-compute ``updated_at``): a host
+  that heartbeated after a message was running after it. Nova's API shows the service
+  row's ``updated_at``, which a heartbeat moves, and so does any change of the row (a
+  disable, a forced down): the fence step reads the window before its own disable, and a
+  later run of the same failure (a retry, a takeover) reads a later bound, which only
+  makes it wait for the host's next message. The failure detector's view of the heartbeat
+  is Nova's too, read before its report was created, so the two bounds hold it. When Nova
+  cannot be read the report's time alone bounds the window.
 
 Then a kdump entry wants ``messages`` of them (:class:`~masakari.fencing.kdump.KdumpRule`),
 each at least half the sender's interval after the one counted before it: one burst counts

@@ -153,6 +153,9 @@ class Service:
     # A running host heartbeats all the time; a powered-off one keeps its last heartbeat.
     alive: bool = True
     last_heartbeat: float = 0.0
+    # When an admin last changed the row (disabled, enabled, forced down): Nova's API shows
+    # the row's updated_at, which a heartbeat and such a change both move.
+    changed_at: float = 0.0
 
 
 @dataclasses.dataclass
@@ -1221,7 +1224,7 @@ class NovaSimulator:
         raise NovaFault(404, f"Aggregate {aid} could not be found.")
 
     def _service_view(self, s: Service) -> dict[str, Any]:
-        seen = self._last_beat(s) if s.alive else s.last_heartbeat
+        seen = max(self._last_beat(s) if s.alive else s.last_heartbeat, s.changed_at)
         return {
             "id": s.id,
             "binary": s.binary,
@@ -1417,12 +1420,17 @@ def update_service(sim: NovaSimulator, req: Request) -> tuple[int, Any]:
         raise NovaFault(
             400, "Specifying 'disabled_reason' with status other than 'disabled' is invalid."
         )
+    before = (svc.status, svc.disabled_reason, svc.forced_down)
     if status == "enabled":
         svc.status, svc.disabled_reason = "enabled", None
     elif status == "disabled":
         svc.status, svc.disabled_reason = "disabled", body.get("disabled_reason")
     if forced is not None:
         svc.forced_down = forced
+    if (svc.status, svc.disabled_reason, svc.forced_down) != before:
+        # The row's updated_at moves with any change, not only a heartbeat (Nova's
+        # servicegroup db driver shows updated_at; only its is_up reads last_seen_up).
+        svc.changed_at = sim.clock.now()
     # Saved first; then, when "disabled" was set (even to its value) and Nova counts the
     # service up (forced_down just set counts it down), the API calls set_host_enabled on the
     # compute and waits for it: a dead compute never answers, so the answer comes after

@@ -100,6 +100,10 @@ def _fence(ctx: TaskContext, fencing: HostFencing, fenced: FencedHost) -> None:
             1.0,
         )
         return
+    crash_messages = CrashMessages(ctx.run, host)
+    if any(spec.type == KDUMP for spec in specs):
+        # Before the disable: Nova's updated_at is the service row's, which the disable moves.
+        crash_messages.window()
     _disable_first(ctx, host)
     if _read_back(ctx, fencing, fenced, prior):
         return
@@ -111,7 +115,7 @@ def _fence(ctx: TaskContext, fencing: HostFencing, fenced: FencedHost) -> None:
         if spec.type not in (KDUMP, LEASE):
             leases.veto(ctx.update_details, held)  # a host that renews is not fenced
         if spec.type == KDUMP:
-            why = _kdump(ctx, fencing, host, position, spec)
+            why = _kdump(ctx, fencing, host, position, spec, crash_messages)
         elif spec.type == LEASE:
             why = leases.prove(position, ctx.update_details, held)
         elif spec.type == CEPH:
@@ -225,13 +229,17 @@ def _power_off(
 
 
 def _kdump(
-    ctx: TaskContext, fencing: HostFencing, host: str, position: int, spec: DriverSpec
+    ctx: TaskContext,
+    fencing: HostFencing,
+    host: str,
+    position: int,
+    spec: DriverSpec,
+    messages: CrashMessages,
 ) -> str | None:
     """The host's crash messages as the entry wants them, waiting up to its ``wait`` (not
     at all when they are a hint only: that would only delay the power off); None once they
     prove the crash."""
     wait = float(spec.options.get("wait", 0) or 0) if fencing.kdump_proves else 0.0
-    messages = CrashMessages(ctx.run, host)
     address = spec.address or host
     ctx.update_details(f"Looking for kdump messages from '{address}' (up to {wait:g} s)", 0.2)
     started_at = ctx.run.clock.now()

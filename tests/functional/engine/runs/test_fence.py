@@ -218,6 +218,25 @@ def test_kdump_message_after_the_report_proves_the_crash_without_a_power_off(db,
     assert attempts(db, run.notification_uuid) == [(0, "kdump", "crashed")]
 
 
+def test_a_kdump_message_before_the_disable_counts_though_the_disable_moves_updated_at(
+    db, sim, nova, clock
+):
+    """The fence step disables nova-compute first, and Nova's updated_at is the row's: the
+    disable moves it. The window is read before the disable, from the last heartbeat."""
+    run = make_run(db, nova, clock)
+    with db.reader() as s:
+        reached = evidence.created_at(s, run.notification_uuid)
+    assert reached is not None
+    clock.start = reached + datetime.timedelta(seconds=2)  # the disable: 2 s after the report
+    sim.stale(HOST, 60)  # the host's last heartbeat: a minute before the disable
+    kdump_at(db, run, 0.5)
+    bmc = ScriptedBMC(IPMI)
+    assert step(run, fencing_for([bmc], order=[KDUMP, IPMI])).host_fenced
+    assert sim.service(HOST)["status"] == "disabled"
+    assert bmc.calls == []
+    assert attempts(db, run.notification_uuid) == [(0, "kdump", "crashed")]
+
+
 def test_a_kdump_message_before_the_report_is_no_proof_and_the_wait_is_bounded(db, nova, clock):
     run = make_run(db, nova, clock)
     # Sent before the report reached masakari: forged ahead of it, or an earlier crash's.
