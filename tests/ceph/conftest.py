@@ -16,7 +16,7 @@ from tests.fakes.ceph_cluster import NETWORK, CephCluster, RBDHost, available
 from tests.fakes.ipmi_bmc import FakeBMC
 from tests.fakes.nova import NovaSimulator
 from tests.support.engine import make_conf
-from tests.support.fencing_drills import FENCING, PASSWORD, USER
+from tests.support.fencing_drills import FENCING, fake_bmcs
 from tests.support.sqlite import migrated_sqlite
 
 
@@ -86,15 +86,5 @@ def engine(db: Database, sim: NovaSimulator) -> Iterator[Callable[..., EngineSer
 
 @pytest.fixture
 def bmcs() -> Iterator[Callable[..., FakeBMC]]:
-    made: list[FakeBMC] = []
-
-    def make(**knobs: Any) -> FakeBMC:
-        bmc = FakeBMC(USER, PASSWORD)
-        for name, value in knobs.items():
-            setattr(bmc, name, value)
-        made.append(bmc)
-        return bmc
-
-    yield make
-    for bmc in made:
-        bmc.close()
+    with fake_bmcs() as make:
+        yield make

@@ -5,7 +5,9 @@ conftest."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,28 @@ from tests.support import rows
 from tests.support.engine import add_host, wait_for
 
 USER, PASSWORD = "admin", "s3cret-bmc-pw"
+
+
+@contextlib.contextmanager
+def fake_bmcs() -> Iterator[Callable[..., FakeBMC]]:
+    """Makes fake IPMI BMCs with the drills' credentials (``knobs`` set on each), closed at
+    the end."""
+    made: list[FakeBMC] = []
+
+    def make(**knobs: Any) -> FakeBMC:
+        bmc = FakeBMC(USER, PASSWORD)
+        for name, value in knobs.items():
+            setattr(bmc, name, value)
+        made.append(bmc)
+        return bmc
+
+    try:
+        yield make
+    finally:
+        for bmc in made:
+            bmc.close()
+
+
 # A call to a dead BMC gives up after this; a live one may take the default's order (the
 # IPMI worker process, slow to start on a loaded machine, starts again after a dead BMC's
 # call). A power off is confirmed within CONFIRM_TIMEOUT.

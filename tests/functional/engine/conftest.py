@@ -18,7 +18,7 @@ from tests.fakes.ipmi_bmc import FakeBMC
 from tests.fakes.nova import NovaSimulator
 from tests.support.deployment import Deployment
 from tests.support.engine import make_conf
-from tests.support.fencing_drills import FENCING, PASSWORD, USER
+from tests.support.fencing_drills import FENCING, fake_bmcs
 from tests.support.sqlite import migrated_sqlite
 from tests.support.storms import FAST, Cloud
 
@@ -88,18 +88,8 @@ def make_cloud() -> Iterator[Any]:
 
 @pytest.fixture
 def bmcs() -> Iterator[Callable[..., FakeBMC]]:
-    made: list[FakeBMC] = []
-
-    def make(**knobs: Any) -> FakeBMC:
-        bmc = FakeBMC(USER, PASSWORD)
-        for name, value in knobs.items():
-            setattr(bmc, name, value)
-        made.append(bmc)
-        return bmc
-
-    yield make
-    for bmc in made:
-        bmc.close()
+    with fake_bmcs() as make:
+        yield make
 
 
 @pytest.fixture
