@@ -11,9 +11,10 @@ proof of *this* failure is when it came. It counts only when it arrived (an engi
 - the host's last heartbeat masakari can see (Nova's nova-compute ``updated_at``): a host
   that heartbeated after a message was running after it. Nova's API shows the service
   row's ``updated_at``, which a heartbeat moves, and so does any change of the row (a
-  disable, a forced down): the fence step reads the window before its own disable, and a
-  later run of the same failure (a retry, a takeover) reads a later bound, which only
-  makes it wait for the host's next message. The failure detector's view of the heartbeat
+  disable, a forced down): the fence step reads it before its own disable, and after it
+  takes only a later write than the disable's for a heartbeat; a later run of the same
+  failure (a retry, a takeover) reads a later bound, which only makes it wait for the
+  host's next message. The failure detector's view of the heartbeat
   is Nova's too, read before its report was created, so the two bounds hold it. When Nova
   cannot be read the report's time alone bounds the window.
 
@@ -103,19 +104,37 @@ class Finding:
 
 
 class CrashMessages:
-    """One host's kdump messages as a run sees them: the window is read once (the report's
-    time, then Nova's heartbeat), the messages at each :meth:`look`."""
+    """One host's kdump messages as a run sees them: the window and the messages are read
+    at each :meth:`look`.
+
+    Nova's ``updated_at`` is the service row's: a run's own change of the row (the fence
+    step's disable) moves it as a heartbeat does. The fence step says when it changes the
+    row (:meth:`before_own_change`, :meth:`after_own_change`): the heartbeat read before it
+    stands until Nova shows a later write than the run's own, which only a heartbeat (or
+    another change) makes.
+    """
 
     def __init__(self, run: RunContext, host_name: str) -> None:
         self.run = run
         self.host_name = host_name
-        self._window: Window | None = None
+        self._reported: datetime.datetime | None = None
+        self._before: datetime.datetime | None = None
+        self._own: datetime.datetime | None = None
+        self._marked = False
+
+    def before_own_change(self) -> None:
+        self._before = self._last_heartbeat()
+
+    def after_own_change(self) -> None:
+        self._own, self._marked = self._last_heartbeat(), True
 
     def window(self) -> Window:
-        if self._window is None:
-            reported = self.run.effects.fencing.reported_to_masakari() or self.run.clock.now()
-            self._window = counts_after(reported, self._last_heartbeat())
-        return self._window
+        if self._reported is None:
+            self._reported = self.run.effects.fencing.reported_to_masakari() or self.run.clock.now()
+        seen = self._last_heartbeat()
+        if self._marked and self._own is not None and (seen is None or seen <= self._own):
+            seen = self._before  # nothing written after the run's own change
+        return counts_after(self._reported, seen)
 
     def look(self, spec: DriverSpec) -> Finding:
         address = spec.address or self.host_name

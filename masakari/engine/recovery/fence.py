@@ -101,10 +101,12 @@ def _fence(ctx: TaskContext, fencing: HostFencing, fenced: FencedHost) -> None:
         )
         return
     crash_messages = CrashMessages(ctx.run, host)
-    if any(spec.type == KDUMP for spec in specs):
-        # Before the disable: Nova's updated_at is the service row's, which the disable moves.
-        crash_messages.window()
+    kdump_entries = any(spec.type == KDUMP for spec in specs)
+    if kdump_entries:
+        crash_messages.before_own_change()  # Nova's updated_at, which the disable moves
     _disable_first(ctx, host)
+    if kdump_entries:
+        crash_messages.after_own_change()
     if _read_back(ctx, fencing, fenced, prior):
         return
     failures: list[str] = []
