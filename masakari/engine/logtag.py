@@ -1,9 +1,12 @@
 """Every log line written while a recovery runs names its notification and its engine.
 
 A recovery runs in one worker thread from start to end; the notification and the engine's
-id are kept in a context variable for that span, and a filter on the log handlers puts them
-in front of each message of that thread, whatever module logs it (the flows, the Nova
-client, the database retries). Lines of other threads are left as they are.
+id are kept in a context variable for that span, and the logging module's record factory
+puts them in front of each message of that thread, whatever module logs it (the flows, the
+Nova client, the database retries), before any handler, filter or formatter sees the record:
+so the tag is there whatever logging the deployer configures (a ``log_config_append`` file
+whose handlers are on masakari's loggers, not the root's; its re-reading on SIGHUP). Lines
+of other threads are left as they are.
 """
 
 from __future__ import annotations
@@ -11,7 +14,8 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 _CURRENT: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "masakari_recovery", default=None
@@ -29,19 +33,30 @@ def recovery(notification_uuid: str, engine: str) -> Iterator[None]:
         _CURRENT.reset(token)
 
 
-class RecoveryFilter(logging.Filter):
+def tag(record: logging.LogRecord) -> logging.LogRecord:
     """Prefixes the record's message with the running recovery's tag (once)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        tag = _CURRENT.get()
-        if tag is not None and not getattr(record, "masakari_recovery", None):
-            record.msg = tag + str(record.msg)
-            record.masakari_recovery = tag
-        return True
+    current = _CURRENT.get()
+    if current is not None and not getattr(record, "masakari_recovery", None):
+        record.msg = current + str(record.msg)
+        record.masakari_recovery = current
+    return record
 
 
-def install(logger: logging.Logger | None = None) -> None:
-    """Add the filter to every handler of ``logger`` (the root logger: oslo.log's)."""
-    for handler in (logger or logging.getLogger()).handlers:
-        if not any(isinstance(f, RecoveryFilter) for f in handler.filters):
-            handler.addFilter(RecoveryFilter())
+class _TaggedRecords:
+    """A record factory: the one before it, then the running recovery's tag."""
+
+    def __init__(self, inner: Callable[..., logging.LogRecord]) -> None:
+        self.inner = inner
+
+    def __call__(self, *args: Any, **kwargs: Any) -> logging.LogRecord:
+        return tag(self.inner(*args, **kwargs))
+
+
+def install() -> None:
+    """Tag the records of every recovery of this process from now on (once)."""
+    factory: Any = logging.getLogRecordFactory()
+    while factory is not None:
+        if isinstance(factory, _TaggedRecords):
+            return
+        factory = getattr(factory, "inner", None)  # another factory of ours, wrapping
+    logging.setLogRecordFactory(_TaggedRecords(logging.getLogRecordFactory()))

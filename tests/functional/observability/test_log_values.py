@@ -107,6 +107,8 @@ def test_escaped_under_the_deployers_logging_config(tmp_path: Path) -> None:
             proc.wait(timeout=30)
     text = log_file.read_text()
     (line,) = [line for line in text.splitlines() if "has been STARTED" in line]
+    # The recovery's tag too, though no handler of the root logger (oslo.log's) is used.
+    assert f"[notification {nid} engine " in line
     assert "'nova-compute\\x0d\\x0a" + FORGED + "\\x1b[2J' has been STARTED" in line
     assert not any(line.startswith(FORGED) for line in text.splitlines())
     assert "\x1b" not in text and "\r" not in text

@@ -4,6 +4,7 @@ password or token reaches any log line, DEBUG included."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 
 import pytest
 
@@ -25,11 +26,20 @@ def status(dep: Deployment, nid: str) -> str:
     return str(dep.request("GET", f"/v1/notifications/{nid}").json["notification"]["status"])
 
 
+@pytest.fixture
+def tagged_records() -> Iterator[None]:
+    """What masakari-engine installs, for one test: the record factory restored after it."""
+    before = logging.getLogRecordFactory()
+    logtag.install()
+    yield
+    logging.setLogRecordFactory(before)
+
+
+@pytest.mark.usefixtures("tagged_records")
 def test_recovery_lines_are_tagged_and_no_secret_is_logged(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.DEBUG)
-    caplog.handler.addFilter(logtag.RecoveryFilter())
     extra = {
         "DEFAULT": {**FAST, "os_privileged_user_password": PASSWORD, "debug": "true"},
         "keystone_authtoken": {"password": PASSWORD},
