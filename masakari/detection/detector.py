@@ -206,17 +206,21 @@ class Detector:
 
     def _act(self, outcome: Outcome) -> None:
         said = (tuple(outcome.breaker_scopes), gates_mod.CLIFF in outcome.active)
+        # In shadow the gates' words are what they would do: only recorded.
+        who = "Failure detector" if self.shadow is None else "Failure detector (shadow)"
         if said != self._said:  # each change once, not every poll
             self._said = said
             if outcome.breaker_scopes:
                 LOG.warning(
-                    "Failure detector: too many hosts look down at once (%s): %s",
+                    "%s: too many hosts look down at once (%s): %s",
+                    who,
                     "; ".join(outcome.breaker_scopes),
                     "held for an operator" if self.settings.breaker_hold else "not reported",
                 )
             if gates_mod.CLIFF in outcome.active:
                 LOG.warning(
-                    "Failure detector: heartbeat cliff, nothing reported for %d polls",
+                    "%s: heartbeat cliff, nothing reported for %d polls",
+                    who,
                     self.settings.cliff_polls,
                 )
         if outcome.storm_until is not None:
