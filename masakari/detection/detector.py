@@ -226,7 +226,7 @@ class Detector:
         if outcome.storm_until is not None:
             self.lease.keep_storm(outcome.storm_until)
         if self.shadow is not None:
-            self.shadow.record(outcome, self.clock.now())
+            self.shadow.record(outcome, self.clock.now(), self.lease.fence)
             return
         for host in outcome.report:
             self._report(host, None)

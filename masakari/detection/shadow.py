@@ -10,7 +10,8 @@ reaches the intake: no notification, so nothing is recovered or disabled in Nova
 A host the shadow would have reported (or held) counts as known until it heartbeats again,
 as a notification would make it: the gates then see the same polls as a detector that
 acts (the cap moves on to the next hosts, a reported host is not reported every poll). A
-row is written when a failure's decision changes, not at every poll.
+row is written when a failure's decision changes, not at every poll, in a transaction fenced
+by the detector's lease as a report is.
 """
 
 from __future__ import annotations
@@ -72,12 +73,17 @@ class Shadow:
         self._recorded[host] = (last.decision, last.gate)
         return last.decision in shadow_db.REPORTED
 
-    def record(self, outcome: Outcome, now: datetime.datetime) -> None:
-        """Record the poll's decisions that are new for their failure."""
+    def record(
+        self, outcome: Outcome, now: datetime.datetime, fence: Callable[[orm.Session], None]
+    ) -> None:
+        """Record the poll's decisions that are new for their failure, in a transaction
+        ``fence`` holds the detector's lease in (as a report's: a detector that lost it
+        records nothing)."""
         new = [made for made in decisions(outcome) if self._recorded.get(made[0].name) != made[1:]]
         if not new:
             return
         with self.db.writer() as session:
+            fence(session)
             for host, decision, gate in new:
                 shadow_db.add(
                     session,

@@ -43,8 +43,8 @@ class Polled:
         for host in HOSTS:
             self.sim.add_service(host)
         conf = masakari_conf.for_tests(**{**SHADOW, **overrides})
-        lease = GivenLease(self.clock)
-        self.detector = Detector(conf, db, self.sim.client(), lease, lambda: None, self.clock)  # type: ignore[arg-type]
+        self.lease = GivenLease(self.clock)
+        self.detector = Detector(conf, db, self.sim.client(), self.lease, lambda: None, self.clock)  # type: ignore[arg-type]
 
     def poll(self, times: int = 1) -> None:
         for _ in range(times):
@@ -124,3 +124,13 @@ def test_the_cap_moves_on_as_it_would_once_the_first_hosts_were_reported(db) -> 
     cloud.poll(3)
     assert cloud.shadowed()[3:] == [("compute-2", "report", None), ("compute-3", "report", None)]
     assert cloud.notifications() == 0
+
+
+def test_a_detector_whose_lease_was_taken_over_records_nothing(db) -> None:
+    cloud = Polled(db)
+    cloud.poll()
+    cloud.sim.stale("compute-2", 100)
+    cloud.lease.taken_over = True
+    cloud.poll()
+    assert cloud.shadowed() == []
+    assert cloud.counted("report") == 0
