@@ -407,6 +407,8 @@ def detection_shadow(conf: cfg.ConfigOpts) -> None:
             )
         )
     _print_table(table)
+    if len(found) == MAX_SHADOW_REPORTS:
+        print(f"(the newest {MAX_SHADOW_REPORTS} only: give a shorter --hours)")
 
 
 def notification_show(conf: cfg.ConfigOpts) -> None:
