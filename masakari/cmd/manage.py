@@ -1,7 +1,7 @@
 """masakari-manage: ``db sync [VERSION]``, ``db version``, ``db purge``, ``engine list``,
 ``notification show UUID [--html FILE]``, and the project's ``notification release|cancel
-UUID`` (held notifications), ``host plan HOST``, ``segment check [SEGMENT]`` and
-``config recommended [--merge FILE]``.
+UUID`` (held notifications), ``host plan HOST``, ``segment check [SEGMENT]``,
+``detection shadow [--hours N]`` and ``config recommended [--merge FILE]``.
 
 Exit codes, as the reference's: 0 success; 1 the command refused its arguments or failed
 (database error, unknown revision); 2 bad usage or unreadable configuration files.
@@ -16,7 +16,7 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from alembic import util as alembic_util
@@ -27,7 +27,7 @@ from sqlalchemy import exc as sa_exc
 from masakari import conf as masakari_conf
 from masakari import exception, terminal, timeline
 from masakari.conf import paths, recommended
-from masakari.db import engines, migration, purge
+from masakari.db import detector_shadow, engines, migration, purge
 from masakari.db.database import Database
 from masakari.ha import notifications as notifications_api
 from masakari.version import VERSION
@@ -365,11 +365,50 @@ def engine_list(conf: cfg.ConfigOpts) -> None:
                 state,
             )
         )
+    _print_table(table)
+
+
+def _print_table(table: Sequence[tuple[str, ...]]) -> None:
     widths = [max(len(line[i]) for line in table) for i in range(len(table[0]))]
     for line in table:
         print(
             "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
         )
+
+
+MAX_SHADOW_REPORTS = 1000
+
+
+def detection_shadow(conf: cfg.ConfigOpts) -> None:
+    """What the failure detector in shadow mode would have done in the last ``--hours``
+    (docs/operations.md § Shadow mode), oldest first."""
+    since = datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
+    since -= datetime.timedelta(hours=conf.category.hours)
+    db = Database.from_conf(conf)
+    try:
+        with db.reader() as session:
+            found = detector_shadow.listed(session, since, MAX_SHADOW_REPORTS)
+    finally:
+        db.dispose()
+    if not found:
+        print(f"no shadow report in the last {conf.category.hours:g} hour(s)")
+        return
+    table = [("time", "host", "segment", "would", "gate", "engine", "detail")]
+    for row in found:
+        table.append(
+            (
+                row.observed_at.isoformat(sep=" ", timespec="seconds"),
+                row.host_name,
+                row.segment_uuid,
+                row.decision,
+                _dash(row.gate),
+                row.engine,
+                row.detail,
+            )
+        )
+    _print_table(table)
+    if len(found) == MAX_SHADOW_REPORTS:
+        print(f"(the newest {MAX_SHADOW_REPORTS} only: give a shorter --hours)")
 
 
 def notification_show(conf: cfg.ConfigOpts) -> None:
@@ -421,6 +460,7 @@ COMMANDS: dict[str, dict[str, Callable[[cfg.ConfigOpts], None]]] = {
     "host": {"plan": host_plan, "unblocklist": host_unblocklist},
     "segment": {"check": segment_check},
     "engine": {"list": engine_list},
+    "detection": {"shadow": detection_shadow},
 }
 
 
@@ -462,6 +502,13 @@ def _add_parsers(subparsers: Any) -> None:  # argparse's _SubParsersAction is pr
     actions = engine.add_subparsers(dest="action")
     actions.required = True
     actions.add_parser("list", help="each engine and its last heartbeat")
+    detection = subparsers.add_parser("detection", help="the failure detector")
+    actions = detection.add_subparsers(dest="action")
+    actions.required = True
+    shadow = actions.add_parser("shadow", help="what the detector in shadow mode would have done")
+    shadow.add_argument(
+        "--hours", type=float, default=168.0, help="of the last HOURS (default: 168, a week)"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -30,10 +30,15 @@ VERDICT_GROUP = cfg.OptGroup(
 BREAKER_HOLD = "hold"
 BREAKER_SKIP = "skip"
 
+# What the detector does with what its gates let through.
+MODE_ACT = "act"
+MODE_SHADOW = "shadow"
+
 # The verdict rules.
 RULE_MONITOR = "monitor"
 RULE_ANY_TWO = "any_two"
 RULE_FENCE = "fence"
+RULES = (RULE_MONITOR, RULE_ANY_TWO, RULE_FENCE)
 
 OPTS: list[cfg.Opt] = [
     cfg.BoolOpt(
@@ -46,6 +51,26 @@ at a time). Its reports carry host_status UNKNOWN and are judged by [verdict]
 rule before anything is recovered: with the default rule they wait for a
 monitor's report, or for an operator's release. See docs/operations.md,
 Detection.
+"""
+        ),
+    ),
+    cfg.StrOpt(
+        "mode",
+        default=MODE_ACT,
+        choices=[
+            (MODE_ACT, "report the failures found through the intake, to be recovered"),
+            (
+                MODE_SHADOW,
+                "report nothing: record what would have been reported, and what the gates "
+                "decided, in masakari_detector_shadow_reports and metrics",
+            ),
+        ],
+        help=paragraphs(
+            """
+(masakari rewrite only) What the detector does with the hosts its gates let
+through. ``shadow`` polls and runs every gate as ``act`` does but creates no
+notification: an operator reads what it would have reported (``masakari-manage
+detection shadow``) before letting it act. See docs/operations.md, Shadow mode.
 """
         ),
     ),
@@ -215,6 +240,19 @@ reason; an operator's release confirms it.
 """
         ),
     ),
+    cfg.StrOpt(
+        "shadow_rule",
+        choices=[(rule, f"judge under rule {rule} too") for rule in RULES],
+        help=paragraphs(
+            """
+(masakari rewrite only) A second rule each COMPUTE_HOST failure (event STOPPED)
+is judged under, without effect: the engine acts on ``rule``, and records what
+``shadow_rule`` would have decided (confirm, wait or hold, and why) as the
+failure's evidence (kind ``shadow``) and in metrics. Unset: none. See
+docs/operations.md, Shadow mode.
+"""
+        ),
+    ),
 ]
 
 
@@ -224,4 +262,13 @@ def list_opts() -> list[tuple[cfg.OptGroup, list[cfg.Opt]]]:
 
 def verdict_active(conf: cfg.ConfigOpts) -> bool:
     """Whether host failures are judged (and their evidence kept): never at the defaults."""
-    return bool(conf.detection.enabled) or conf.verdict.rule != RULE_MONITOR
+    return (
+        bool(conf.detection.enabled)
+        or conf.verdict.rule != RULE_MONITOR
+        or conf.verdict.shadow_rule is not None
+    )
+
+
+def shadow(conf: cfg.ConfigOpts) -> bool:
+    """Whether the detector records what it would report instead of reporting it."""
+    return bool(conf.detection.mode == MODE_SHADOW)

@@ -2,8 +2,9 @@
 
 Rows are written by the intake (the report itself, and a report of the same failure from
 another source that arrived as a duplicate), by the detector (Nova's view of the host when
-it reported it), and by the engine's verdict (Nova's view when it judged, host fencing, and
-the verdict). They are only ever added, and go with their notification when it is purged.
+it reported it), and by the engine's verdict (Nova's view when it judged, host fencing, the
+verdict, and what a shadow rule would have decided). They are only ever added, and go with
+their notification when it is purged.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ NOVA = "nova"
 # own attempts are in masakari_fence_attempts.
 FENCE = "fence"
 VERDICT = "verdict"
+# What [verdict] shadow_rule would have decided (masakari.engine.verdict_shadow): no effect.
+SHADOW = "shadow"
 # The source of a monitor's report (a detector's names the detector).
 MONITOR = "monitor"
 

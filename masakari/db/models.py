@@ -164,8 +164,8 @@ class VMove(_SoftDelete, Base):
 
 
 # --- the project's own tables (migrations b6e0c1a2f9d4, e7a2c9d41f03, c3f1d8a7b2e5,
-# c3d5f7a9b1e2, a3d5f7c9e1b2, f2b4d6e8a0c1, after the reference's head)
-# c3d5f7a9b1e2, a3d5f7c9e1b2, f1c3e5a7b9d2, after the reference's head)
+# c3d5f7a9b1e2, a3d5f7c9e1b2, d4e6f8a0b2c4, f2b4d6e8a0c1, f1c3e5a7b9d2, a7c9e1b3d5f8,
+# after the reference's head)
 
 
 class RecoveryTask(_Timestamps, Base):
@@ -326,8 +326,10 @@ class FailureEvidence(Base):
     ``kind``: ``report`` (a monitor's or the detector's report), ``nova`` (the host's
     nova-compute state and heartbeat age), ``fence`` (what of host fencing's word a verdict
     used), ``verdict`` (what the engine's rule decided; ``value``: the host_status a
-    confirmation gave the flow). ``failed``: whether the signal says the host failed (True),
-    is alive (False), or cannot tell (None); for a verdict, whether it confirmed.
+    confirmation gave the flow), ``shadow`` (what [verdict] shadow_rule would have decided,
+    without effect; ``value``: confirm, wait or hold). ``failed``: whether the signal says
+    the host failed (True), is alive (False), or cannot tell (None); for a verdict, whether
+    it confirmed (a shadow's: would confirm, would hold, None: would wait).
     """
 
     __tablename__ = "masakari_failure_evidence"
@@ -339,6 +341,28 @@ class FailureEvidence(Base):
     failed: Mapped[bool | None] = mapped_column(Boolean)
     # The signal's value, for code: a report's host_status, nova-compute's state, a power state.
     value: Mapped[str | None] = mapped_column(String(64))
+    detail: Mapped[str] = mapped_column(Text, nullable=False)
+    observed_at: Mapped[datetime.datetime] = mapped_column(DateTime, nullable=False)
+
+
+class DetectorShadowReport(Base):
+    """What the failure detector in shadow mode would have done with a host it found down
+    (migration a7c9e1b3d5f8; the project's own table, the reference has no detector).
+
+    ``decision``: ``report`` (a notification for recovery), ``hold`` (one held for an
+    operator, ``gate`` breaker or storm) or ``defer`` (nothing this poll, ``gate`` cliff, cap,
+    breaker or storm). A row per change of decision for one failure, not per poll.
+    """
+
+    __tablename__ = "masakari_detector_shadow_reports"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    detector: Mapped[str] = mapped_column(String(64), nullable=False)
+    engine: Mapped[str] = mapped_column(String(255), nullable=False)
+    host_name: Mapped[str] = mapped_column(String(255), nullable=False)
+    segment_uuid: Mapped[str] = mapped_column(String(36), nullable=False)
+    decision: Mapped[str] = mapped_column(String(16), nullable=False)
+    gate: Mapped[str | None] = mapped_column(String(16))
     detail: Mapped[str] = mapped_column(Text, nullable=False)
     observed_at: Mapped[datetime.datetime] = mapped_column(DateTime, nullable=False)
 
@@ -407,4 +431,5 @@ Index("recovery_tasks_notification_idx", RecoveryTask.notification_uuid)
 Index("instance_locks_notification_idx", InstanceLock.notification_uuid)
 Index("failure_evidence_notification_idx", FailureEvidence.notification_uuid)
 Index("fence_attempts_notification_idx", FenceAttempt.notification_uuid)
+Index("detector_shadow_reports_host_idx", DetectorShadowReport.host_name, DetectorShadowReport.id)
 Index("kdump_messages_source_idx", KdumpMessage.source_address, KdumpMessage.received_at)

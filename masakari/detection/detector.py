@@ -19,7 +19,9 @@ lease (:mod:`masakari.detection.lease`):
 4. **report**: :func:`masakari.ha.notifications.record`, the intake of a monitor's report
    (duplicate window, maintenance, guards, holds), in a transaction fenced by the lease.
    The payload says ``host_status: UNKNOWN`` (nothing proved the host off) and names the
-   detector; the engine's verdict ([verdict] rule) decides whether it is recovered.
+   detector; the engine's verdict ([verdict] rule) decides whether it is recovered. In
+   shadow mode ([detection] mode = shadow, :mod:`masakari.detection.shadow`) nothing is
+   reported: what would have been is recorded.
 """
 
 from __future__ import annotations
@@ -32,12 +34,14 @@ from oslo_config import cfg
 
 from masakari import exception, notifier
 from masakari.compute.servers import Service
+from masakari.conf import detection as detection_opts
 from masakari.db import database, watch
 from masakari.db import evidence as evidence_db
 from masakari.db.database import Database
 from masakari.detection import gates as gates_mod
 from masakari.detection.gates import Gates, Outcome, Seen, Settings
 from masakari.detection.lease import DetectorLease
+from masakari.detection.shadow import Shadow
 from masakari.engine import periodic
 from masakari.engine.lease import LeaseLost
 from masakari.engine.ports import Clock
@@ -89,6 +93,9 @@ class Detector:
         self._token: int | None = None
         self._blind: str | None = None
         self._said: tuple[tuple[str, ...], bool] = ((), False)
+        self.shadow = (
+            Shadow(db, NAME, lease.owner, self.describe) if detection_opts.shadow(conf) else None
+        )
 
     def tasks(self) -> list[periodic.Task]:
         return [
@@ -167,6 +174,8 @@ class Detector:
         try:
             with self.db.reader() as session:
                 hosts = watch.hosts_in_service(session, since)
+                if self.shadow is not None:
+                    self.shadow.read(session)
         except database.DB_ERRORS as exc:
             raise Blind("database", exc) from exc
         by_host: dict[str, Service] = {}
@@ -183,6 +192,8 @@ class Detector:
             # A report that ended (an operator cancelled it, say) while the host stayed silent
             # is still this failure: reported again only after a heartbeat, then silence.
             known = host.known or watch.same_failure(host.last_reported, service.updated_at)
+            if self.shadow is not None:
+                known = self.shadow.known(host.name, service.updated_at) or known
             seen.append(Seen(host.name, host.segment_uuid, down, age, service.state, known))
         return seen, unreadable
 
@@ -195,21 +206,28 @@ class Detector:
 
     def _act(self, outcome: Outcome) -> None:
         said = (tuple(outcome.breaker_scopes), gates_mod.CLIFF in outcome.active)
+        # In shadow the gates' words are what they would do: only recorded.
+        who = "Failure detector" if self.shadow is None else "Failure detector (shadow)"
         if said != self._said:  # each change once, not every poll
             self._said = said
             if outcome.breaker_scopes:
                 LOG.warning(
-                    "Failure detector: too many hosts look down at once (%s): %s",
+                    "%s: too many hosts look down at once (%s): %s",
+                    who,
                     "; ".join(outcome.breaker_scopes),
                     "held for an operator" if self.settings.breaker_hold else "not reported",
                 )
             if gates_mod.CLIFF in outcome.active:
                 LOG.warning(
-                    "Failure detector: heartbeat cliff, nothing reported for %d polls",
+                    "%s: heartbeat cliff, nothing reported for %d polls",
+                    who,
                     self.settings.cliff_polls,
                 )
         if outcome.storm_until is not None:
             self.lease.keep_storm(outcome.storm_until)
+        if self.shadow is not None:
+            self.shadow.record(outcome, self.clock.now(), self.lease.fence)
+            return
         for host in outcome.report:
             self._report(host, None)
         for host in outcome.hold:

@@ -30,6 +30,10 @@ confirmation it lacked. A failure confirmed once stays confirmed (a retry or a t
 does not judge it again). The flow is told ``host_status`` NORMAL only when the host was
 proven off (a monitor's NORMAL report, a fence): only then may ``force_down_fenced_host``
 skip Nova's own wait.
+
+``[verdict] shadow_rule`` judges the same signals under a second rule, without effect
+(:mod:`masakari.engine.verdict_shadow`): its decision is kept as evidence beside the
+acting rule's, also for a report the engine does not judge (:func:`judge_shadow_only`).
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ from masakari.db import evidence as ev
 from masakari.db import fencing as fence_db
 from masakari.db import holds
 from masakari.db.hosts import RecoveryHost
+from masakari.engine import verdict_shadow
 from masakari.engine.context import RunContext
 from masakari.engine.errors import Held
 from masakari.engine.fencing import FencedHost
@@ -202,7 +207,8 @@ def judge(run: RunContext, host_uuid: str, payload: HostPayload) -> str:
     # The decided host_status is kept with a confirmation: a retry or a takeover reads it.
     status = decision.kept_value if confirmed else None
     verdict = ev.Evidence(ev.VERDICT, f"rule {rule}", confirmed, reason, now, status)
-    gathered = [seen, *_fence_evidence(fence, now), verdict]
+    shadow = _shadow(run, host, signals, confirmed, now)
+    gathered = [seen, *_fence_evidence(fence, now), verdict, *shadow]
     detection_metrics.verdict(rule, confirmed)
     if not confirmed:
         LOG.warning("Host %s failure not confirmed (rule %s): %s", host.name, rule, reason)
@@ -213,6 +219,41 @@ def judge(run: RunContext, host_uuid: str, payload: HostPayload) -> str:
     run.effects.evidence.record_evidence(gathered)
     LOG.info("Host %s failure confirmed (rule %s): %s", host.name, rule, reason)
     return decision.host_status
+
+
+def judge_shadow_only(run: RunContext, host_uuid: str, payload: HostPayload) -> None:
+    """A report the engine does not judge, judged under ``[verdict] shadow_rule`` alone: one
+    look at the signals (no shared-disk lease is watched, nothing waits), recorded as
+    evidence with what the shadow rule would have decided. Once per notification."""
+    host = run.effects.hosts.host(host_uuid)
+    known = run.effects.evidence.recorded()
+    if host is None or any(e.kind == ev.SHADOW for e in known):
+        return
+    fence = _fence_view(run, host, None)
+    nova, seen = _nova(run, host.name)
+    released = run.effects.fencing.released_hold() is not None
+    signals = Signals(_monitor(payload, known), nova, fence, released)
+    now = run.clock.now()
+    acted = decide(run.conf.verdict.rule, signals).confirmed is True
+    shadow = _shadow(run, host, signals, acted, now)
+    run.effects.evidence.record_evidence([seen, *_fence_evidence(fence, now), *shadow])
+
+
+def _shadow(
+    run: RunContext, host: RecoveryHost, signals: Signals, acted: bool, now: datetime.datetime
+) -> list[ev.Evidence]:
+    """What ``[verdict] shadow_rule`` decides of the signals the acting rule judged (``acted``:
+    it confirmed), none when unset: the same :func:`decide`, its decision only recorded."""
+    shadow_rule = run.conf.verdict.shadow_rule
+    if shadow_rule is None:
+        return []
+    would = decide(shadow_rule, signals)
+    rule = run.conf.verdict.rule
+    return [
+        verdict_shadow.evidence(
+            host.name, rule, acted, shadow_rule, would.confirmed, would.reason, now
+        )
+    ]
 
 
 def _confirmed_before(run: RunContext, host: RecoveryHost, verdict: ev.Evidence) -> str:
@@ -262,11 +303,12 @@ def _fence_evidence(fence: FenceView, now: datetime.datetime) -> list[ev.Evidenc
     return found
 
 
-def _fence_view(run: RunContext, host: RecoveryHost, leases: HostLeases) -> FenceView:
+def _fence_view(run: RunContext, host: RecoveryHost, leases: HostLeases | None) -> FenceView:
     """Host fencing's word before this recovery fences (its attempts are its own evidence,
     masakari_fence_attempts): an earlier attempt's proof or power-on reading, the host's kdump
     messages (masakari.engine.kdump_proof: a proof, or a hint), what the host's leases showed
-    since the first look (a renewal, an expiry), and whether the host can be fenced at all."""
+    since the first look (a renewal, an expiry; none without ``leases``), and whether the host
+    can be fenced at all."""
     if run.fencing is None:
         return FenceView()
     specs = _drivers(run, host)
@@ -287,7 +329,7 @@ def _fence_view(run: RunContext, host: RecoveryHost, leases: HostLeases) -> Fenc
                 proof = f"{spec.describe()}: {found.describe()}"
             elif found.hints and hint is None:
                 hint = f"{spec.describe()}: {found.describe()} (a hint: kdump_trust = hint)"
-    alive, expired = leases.evidence()
+    alive, expired = leases.evidence() if leases is not None else (None, None)
     return FenceView(
         proof=proof or expired, power_on=power_on, can_fence=bool(specs), alive=alive, hint=hint
     )

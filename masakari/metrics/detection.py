@@ -1,4 +1,5 @@
-"""The failure detector's metrics (masakari.detection), and the verdicts' (masakari.engine).
+"""The failure detector's metrics (masakari.detection), and the verdicts' (masakari.engine),
+their shadow modes' included.
 
 Only masakari-engine sets them; like the other instruments they are created on first use,
 as multi-process values when ``PROMETHEUS_MULTIPROC_DIR`` is set (a gauge then shows the
@@ -31,6 +32,8 @@ class Instruments:
     gate_active: Gauge
     deferred: Gauge
     verdicts: Counter
+    shadow_reports: Counter
+    shadow_verdicts: Counter
 
 
 def _gauge(name: str, text: str, labels: tuple[str, ...] = ()) -> Gauge:
@@ -95,6 +98,20 @@ def _create() -> Instruments:
             "(confirmed, held).",
             ("rule", "result"),
         ),
+        shadow_reports=_counter(
+            "masakari_detection_shadow_reports",
+            "Host failures the detector in shadow mode would have reported, by segment, "
+            "decision (report, hold, defer) and gate (breaker, storm, cliff, cap; none for a "
+            "report); counted when a failure's decision changes, not at every poll.",
+            ("segment", "decision", "gate"),
+        ),
+        shadow_verdicts=_counter(
+            "masakari_verdict_shadow_judgements",
+            "Host failures judged under [verdict] shadow_rule too, by rule (the acting one), "
+            "shadow rule, what the shadow rule would have decided (confirm, wait, hold) and "
+            "whether that agrees with the acting rule's decision (agree, disagree).",
+            ("rule", "shadow_rule", "decision", "agreement"),
+        ),
     )
 
 
@@ -156,3 +173,12 @@ def gates(active: set[str], deferred: int) -> None:
 
 def verdict(rule: str, confirmed: bool) -> None:
     instruments().verdicts.labels(rule, "confirmed" if confirmed else "held").inc()
+
+
+def shadow_reported(segment: str, decision: str, gate: str | None) -> None:
+    instruments().shadow_reports.labels(segment, decision, gate or "none").inc()
+
+
+def shadow_verdict(rule: str, shadow_rule: str, decision: str, agree: bool) -> None:
+    agreement = "agree" if agree else "disagree"
+    instruments().shadow_verdicts.labels(rule, shadow_rule, decision, agreement).inc()

@@ -159,6 +159,8 @@ def load(session: orm.Session, notification_uuid: str) -> Timeline:
 def _evidence_bar(item: evidence_db.Evidence) -> Bar:
     if item.kind == evidence_db.VERDICT:
         result = "confirmed" if item.failed else "not confirmed"
+    elif item.kind == evidence_db.SHADOW:  # a shadow rule's decision, which did nothing
+        result = f"would {item.value}"
     else:
         result = {True: "says failed", False: "says up", None: "cannot tell"}[item.failed]
     return Bar(

@@ -42,6 +42,7 @@ PROJECT_TABLES = (
     "masakari_fence_checks",
     "masakari_detector_leases",
     "masakari_failure_evidence",
+    "masakari_detector_shadow_reports",
 )
 # CREATE INDEX statements (SQLite, PostgreSQL) and the KEY lines of MySQL's CREATE TABLE.
 _INDEX_STATEMENT = re.compile(r"^CREATE INDEX (\w+) ON (?:public\.)?(\w+) ")

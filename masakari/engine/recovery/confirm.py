@@ -37,6 +37,8 @@ def host_report(
     status = payload.host_status.upper()
     if event == "STOPPED" and verdict.applies(run.conf, payload):
         return Confirmed(verdict.judge(run, host_uuid, payload))
+    if event == "STOPPED" and run.conf.verdict.shadow_rule is not None:
+        verdict.judge_shadow_only(run, host_uuid, payload)
     if status == "UNKNOWN" and run.conf.guards.hold_unknown_host_reports:
         # Held at intake (masakari.db.holds) and taken by the engine only once an operator
         # released it: the release is the confirmation the report lacked.

@@ -15,30 +15,12 @@ from masakari import conf as masakari_conf
 from masakari import metrics
 from masakari.db.database import Database
 from masakari.detection.detector import Detector
-from masakari.engine.lease import Lease
 from tests.fakes.nova import NovaSimulator
 from tests.support import rows
 from tests.support.clock import FakeClock
+from tests.support.detector import GivenLease
 
 HOSTS = [f"compute-{i}" for i in range(10)]
-
-
-class GivenLease:
-    """The detector's lease as the test says: held, lost, and whether the database failed."""
-
-    owner = "engine-a"
-    storm_until = None
-    renew_interval = 1.0
-
-    def __init__(self, clock: FakeClock) -> None:
-        self.held: Lease | None = Lease("engine-a", 1, clock, 100.0, 0.0)
-        self.database_failed = False
-
-    def current(self) -> Lease | None:
-        return self.held
-
-    def fence(self, session: Any) -> None:
-        """A report's transaction holds the lease: here it always does."""
 
 
 class Cuttable:

@@ -9,6 +9,7 @@ import json
 import pytest
 import sqlalchemy as sa
 
+from masakari import metrics
 from masakari.db import evidence as ev
 from masakari.db import fencing as fence_db
 from masakari.db import holds
@@ -199,3 +200,82 @@ def test_a_kdump_hint_is_evidence_and_a_signal_but_no_proof(db, sim, nova, clock
     assert "1 of 1 crash message(s) from 192.0.2.10" in hint[3]
     assert judged[:3] == ("verdict", True, "ON_FENCE")
     assert "kdump_trust = hint" in judged[3]  # named as the fence's signal
+
+
+# --- [verdict] shadow_rule: the same signals judged again, only recorded ----------------------
+
+MONITOR_NORMAL = {"event": "STOPPED", "host_status": "NORMAL"}
+
+
+def shadow_judgements(decision: str, agreement: str, shadow_rule: str = "fence") -> float:
+    labels = {"rule": "monitor", "shadow_rule": shadow_rule}
+    labels.update(decision=decision, agreement=agreement)
+    found = metrics.OWN.get_sample_value("masakari_verdict_shadow_judgements_total", labels)
+    return found or 0.0
+
+
+def test_a_shadow_rule_judges_the_verdicts_signals_and_holds_nothing_itself(
+    db, sim, nova, clock
+) -> None:
+    run, host, nid = _run(db, sim, nova, clock, **{"verdict.shadow_rule": "fence"})
+    run.fencing = HostFencing(plan=Plan({"compute-1": [IPMI]}), power_driver=lambda spec: None)  # type: ignore[arg-type,return-value]
+    with db.writer() as s:
+        ev.add(s, nid, [ev.Evidence("report", "monitor", True, "", clock.now(), "NORMAL")])
+    before = shadow_judgements("confirm", "agree")
+    assert verdict.judge(run, host, HostPayload.parse(json.dumps(DETECTED))) == "NORMAL"
+    with db.reader() as s:
+        kept = [(e.kind, e.source, e.failed, e.value) for e in ev.of(s, nid)]
+        shadow = ev.of(s, nid)[-1].detail
+    assert kept[-2:] == [
+        ("verdict", "rule monitor", True, "NORMAL"),
+        ("shadow", "shadow rule fence", True, "confirm"),
+    ]
+    assert shadow == (
+        "would confirm: host fencing proves the host off before evacuating "
+        "(rule monitor confirmed: agrees)"
+    )
+    assert shadow_judgements("confirm", "agree") == before + 1
+
+
+def test_a_shadow_rule_that_would_confirm_does_not_end_the_acting_rules_hold(
+    db, sim, nova, clock
+) -> None:
+    run, host, nid = _run(
+        db, sim, nova, clock, **{"verdict.wait": 0, "verdict.shadow_rule": "any_two"}
+    )
+    run.fencing = HostFencing(plan=Plan({"compute-1": [IPMI]}), power_driver=lambda spec: None)  # type: ignore[arg-type,return-value]
+    with pytest.raises(Held):
+        verdict.judge(run, host, HostPayload.parse(json.dumps(DETECTED)))
+    with db.reader() as s:
+        assert holds.reasons(s, [nid]) != {}
+        kept = [(e.kind, e.failed, e.value) for e in ev.of(s, nid)]
+    assert kept == [("nova", True, "down"), ("verdict", False, None), ("shadow", True, "confirm")]
+
+
+def test_a_monitors_report_the_engine_does_not_judge_is_judged_by_the_shadow_rule_once(
+    db, sim, nova, clock
+) -> None:
+    _, hosts = rows.segment_with_hosts(db, "compute-1")
+    nid = rows.notification(db, hosts["compute-1"], "COMPUTE_HOST", MONITOR_NORMAL, "running")
+    sim.add_service("compute-1", state="down")
+    run = make_run(db, nova, clock, notification_uuid=nid, **{"verdict.shadow_rule": "fence"})
+    payload = HostPayload.parse(json.dumps(MONITOR_NORMAL))
+    before = shadow_judgements("hold", "disagree")
+    verdict.judge_shadow_only(run, hosts["compute-1"], payload)
+    verdict.judge_shadow_only(run, hosts["compute-1"], payload)  # a retry: judged already
+    with db.reader() as s:
+        kept = [(e.kind, e.failed, e.value, e.detail) for e in ev.of(s, nid)]
+        assert holds.reasons(s, [nid]) == {}
+        assert s.scalar(sa.select(Notification.status)) == "running"
+    assert kept[0][:3] == ("nova", True, "down")
+    assert kept[1:] == [
+        (
+            "shadow",
+            False,
+            "hold",
+            "would hold: no host fencing is configured for the host "
+            "(rule monitor confirmed: disagrees)",
+        )
+    ]
+    assert shadow_judgements("hold", "disagree") == before + 1
+    assert not run.lease.lost
