@@ -82,6 +82,7 @@ PROJECT_ONLY = {
     ("fencing", "kdump_trust"): ("string value", "proof", None),
     ("fencing", "check_interval"): ("integer value", 300, 0),
     ("detection", "enabled"): ("boolean value", False, None),
+    ("detection", "mode"): ("string value", "act", None),
     ("detection", "poll_interval"): ("floating point value", 10.0, 0.1),
     ("detection", "grace_period"): ("floating point value", 30.0, 0.1),
     ("detection", "down_polls"): ("integer value", 1, 1),
@@ -94,6 +95,7 @@ PROJECT_ONLY = {
     ("detection", "max_reports_per_poll"): ("integer value", 5, 0),
     ("verdict", "rule"): ("string value", "monitor", None),
     ("verdict", "wait"): ("floating point value", 120.0, 0),
+    ("verdict", "shadow_rule"): ("string value", None, None),
 }
 
 # Defaults that depend on the machine; config-options.json holds the
