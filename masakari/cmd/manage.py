@@ -203,8 +203,10 @@ def _dash(value: Any) -> str:
 
 
 def segment_check(conf: cfg.ConfigOpts) -> None:
-    """The readiness doctor; exits with masakari-status's codes (0 ok, 1 warning, 2 failure)."""
+    """The readiness doctor, then the failures each segment tolerates; exits with
+    masakari-status's codes (0 ok, 1 warning, 2 failure: also a segment below its target)."""
     from masakari.compute.clients import Clients
+    from masakari.engine import tolerance
     from masakari.ha import doctor
 
     db = Database.from_conf(conf)
@@ -212,14 +214,16 @@ def segment_check(conf: cfg.ConfigOpts) -> None:
     try:
         fencing = _readable_fencing(conf)
         try:
+            nova, placement = clients.nova(), clients.placement()
             findings = doctor.check(
                 conf,
                 db,
-                clients.nova(),
-                clients.placement(),
+                nova,
+                placement,
                 conf.category.segment,
                 fence_checks=_live_fence_checks(fencing, db, conf.category.segment),
             )
+            tolerated = doctor.tolerances(conf, db, nova, placement, conf.category.segment)
         except exception.SegmentNotFound as exc:
             raise CommandError(exc.message, code=doctor.FAILURE) from exc
     finally:
@@ -238,7 +242,10 @@ def segment_check(conf: cfg.ConfigOpts) -> None:
     for f in findings:
         where = f" [{f.segment}]" if f.segment else ""
         print(f"{doctor.LABELS[f.code]:8} {f.check}{where}: {f.detail}")
-    code = doctor.worst(findings)
+    for found in tolerated:
+        label = doctor.LABELS[doctor.FAILURE if found.below_target else doctor.SUCCESS]
+        print(f"{label:8} failures tolerated [{found.segment}]: {tolerance.line(found)}")
+    code = max(doctor.worst(findings), *(doctor.FAILURE for t in tolerated if t.below_target), 0)
     if code:
         raise CommandError(f"Result: {doctor.LABELS[code]}", code=code)
     print("Result: OK")

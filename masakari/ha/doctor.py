@@ -26,10 +26,10 @@ from masakari.db import fencing
 from masakari.db import hosts as hosts_db
 from masakari.db import segments as segments_db
 from masakari.db.database import Database
-from masakari.db.models import Host, Segment
+from masakari.db.models import Host, Segment, utcnow
 from masakari.db.paging import Row
 from masakari.db.statuses import RecoveryMethod
-from masakari.engine import capacity, selection
+from masakari.engine import capacity, selection, tolerance
 from masakari.engine.capacity import Capacities
 from masakari.engine.ports import NovaReads
 from masakari.ha import fence_doctor
@@ -100,6 +100,24 @@ def check(
     findings.extend(_services(conf))
     findings.append(_policy(conf))
     return findings
+
+
+def tolerances(
+    conf: cfg.ConfigOpts,
+    db: Database,
+    nova: NovaReads,
+    placement: Capacities,
+    segment: str | None = None,
+) -> list[tolerance.Tolerance]:
+    """The failures each segment (or the one, uuid or name) tolerates now
+    (masakari.engine.tolerance): shown beside the findings, at API 1.8 and by
+    ``masakari-manage segment check``, never among them (the 1.5-1.7 bodies stay as they
+    were)."""
+    now = utcnow()
+    return [
+        tolerance.compute(conf, nova, placement, seg, hosts, now)
+        for seg, hosts in _segments(db, segment)
+    ]
 
 
 def _segments(db: Database, wanted: str | None) -> list[tuple[Row, list[Row]]]:

@@ -68,7 +68,8 @@ def delete(req: ApiRequest) -> Reply:
 @microversion.since("1.5")
 def readiness(req: ApiRequest) -> Reply:
     """GET /v1/segments/{id}/readiness (1.5): 200 with the readiness doctor's findings for
-    the segment (``masakari-manage segment check``); reads only."""
+    the segment (``masakari-manage segment check``), from 1.8 with the failures it
+    tolerates; reads only."""
     req.can(policies.READINESS)
     state = req.state
     segment_uuid = req.route_args["id"]
@@ -81,12 +82,14 @@ def readiness(req: ApiRequest) -> Reply:
         segment_uuid,
     )
     code = doctor.worst(findings)
-    return ok(
-        {
-            "readiness": {
-                "status": doctor.LABELS[code].lower(),
-                "code": code,
-                "findings": [f.view() for f in findings],
-            }
-        }
-    )
+    body = {
+        "status": doctor.LABELS[code].lower(),
+        "code": code,
+        "findings": [f.view() for f in findings],
+    }
+    if req.at_least("1.8"):
+        (found,) = doctor.tolerances(
+            state.conf, state.db, state.nova, state.placement, segment_uuid
+        )
+        body["failures_tolerated"] = found.view()
+    return ok({"readiness": body})
