@@ -223,8 +223,8 @@ def segment_check(conf: cfg.ConfigOpts) -> None:
                 conf.category.segment,
                 fence_checks=_live_fence_checks(fencing, db, conf.category.segment),
             )
-            tolerated = doctor.tolerances(conf, db, nova, placement, conf.category.segment)
-        except exception.SegmentNotFound as exc:
+            tolerated = tolerance.of_segments(conf, db, nova, placement, conf.category.segment)
+        except (exception.SegmentNotFound, exception.InvalidInput) as exc:
             raise CommandError(exc.message, code=doctor.FAILURE) from exc
     finally:
         db.dispose()

@@ -38,7 +38,10 @@ from oslo_config import cfg
 from masakari import exception
 from masakari.compute.placement import HostCapacity, Resources, add
 from masakari.compute.servers import Service, first_service
-from masakari.db.models import Host, Segment
+from masakari.db import hosts as hosts_db
+from masakari.db import segments as segments_db
+from masakari.db.database import Database
+from masakari.db.models import Host, Segment, utcnow
 from masakari.db.paging import Row
 from masakari.db.statuses import RecoveryMethod
 from masakari.engine import capacity, selection
@@ -135,6 +138,36 @@ class _Segment:
         instances = [inst for name in failed for inst in self.moving[name]]
         left = [inst for inst, where in capacity.fit(instances, targets) if where is None]
         return left, (_short(left[0], targets) if left else None)
+
+
+def segments(db: Database, wanted: str | None = None) -> list[tuple[Row, list[Row]]]:
+    """Every segment (or the one, uuid or name; SegmentNotFound otherwise) with its hosts,
+    oldest first: what the readiness doctor and this module judge."""
+    with db.reader() as session:
+        rows = segments_db.list_(session, {}, ["created_at"], ["asc"], None, None)
+        if wanted is not None:
+            rows = [r for r in rows if wanted in (r.uuid, r.name)]
+            if not rows:
+                raise exception.SegmentNotFound(id=wanted)
+        found = []
+        for seg in rows:
+            hosts = hosts_db.list_(session, seg.uuid, {}, ["created_at"], ["asc"], None, None)
+            found.append((seg, list(hosts)))
+        return found
+
+
+def of_segments(
+    conf: cfg.ConfigOpts,
+    db: Database,
+    nova: NovaReads,
+    placement: Capacities,
+    wanted: str | None = None,
+) -> list[Tolerance]:
+    """The failures each segment (or the one, uuid or name) tolerates now: shown beside the
+    readiness doctor's findings (API 1.8, ``masakari-manage segment check``), never among
+    them, so that the 1.5-1.7 bodies stay as they were."""
+    now = utcnow()
+    return [compute(conf, nova, placement, seg, hosts, now) for seg, hosts in segments(db, wanted)]
 
 
 def compute(

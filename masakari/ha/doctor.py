@@ -23,10 +23,8 @@ from masakari import exception, policy
 from masakari.compute.placement import HostCapacity, describe
 from masakari.compute.servers import Service
 from masakari.db import fencing
-from masakari.db import hosts as hosts_db
-from masakari.db import segments as segments_db
 from masakari.db.database import Database
-from masakari.db.models import Host, Segment, utcnow
+from masakari.db.models import Host, Segment
 from masakari.db.paging import Row
 from masakari.db.statuses import RecoveryMethod
 from masakari.engine import capacity, selection, tolerance
@@ -84,7 +82,7 @@ def check(
     """
     findings: list[Finding] = []
     try:
-        segments = _segments(db, segment)
+        segments = tolerance.segments(db, segment)
         if fence_checks is None:
             fence_checks = fence_doctor.recorded(db)
     except exception.SegmentNotFound:
@@ -100,38 +98,6 @@ def check(
     findings.extend(_services(conf))
     findings.append(_policy(conf))
     return findings
-
-
-def tolerances(
-    conf: cfg.ConfigOpts,
-    db: Database,
-    nova: NovaReads,
-    placement: Capacities,
-    segment: str | None = None,
-) -> list[tolerance.Tolerance]:
-    """The failures each segment (or the one, uuid or name) tolerates now
-    (masakari.engine.tolerance): shown beside the findings, at API 1.8 and by
-    ``masakari-manage segment check``, never among them (the 1.5-1.7 bodies stay as they
-    were)."""
-    now = utcnow()
-    return [
-        tolerance.compute(conf, nova, placement, seg, hosts, now)
-        for seg, hosts in _segments(db, segment)
-    ]
-
-
-def _segments(db: Database, wanted: str | None) -> list[tuple[Row, list[Row]]]:
-    with db.reader() as session:
-        rows = segments_db.list_(session, {}, ["created_at"], ["asc"], None, None)
-        if wanted is not None:
-            rows = [r for r in rows if wanted in (r.uuid, r.name)]
-            if not rows:
-                raise exception.SegmentNotFound(id=wanted)
-        found = []
-        for seg in rows:
-            hosts = hosts_db.list_(session, seg.uuid, {}, ["created_at"], ["asc"], None, None)
-            found.append((seg, list(hosts)))
-        return found
 
 
 def _nova_account(nova: NovaProbe, server_groups: bool) -> list[Finding]:

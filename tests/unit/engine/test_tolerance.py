@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import math
 
 import pytest
+from prometheus_client import CollectorRegistry
 
 from masakari import conf as masakari_conf
-from masakari import exception
+from masakari import exception, metrics
 from masakari.compute.placement import PlacementClient
 from masakari.engine import tolerance
+from masakari.metrics import capacity as capacity_metrics
 from tests.fakes.nova import NovaSimulator
 from tests.fakes.placement import Flavor
 
@@ -202,3 +205,28 @@ def test_below_target_is_judged_and_shown():
     assert view["worst_case_hosts"] == ["c1", "c2"]
     assert view["computed_at"] == "2026-12-06T10:00:00"
     assert tolerance.line(found).startswith("k=1 (target 2, below): Losing c1, c2 at once")
+
+
+def _shown(name: str, segment: str) -> float | None:
+    return metrics.OWN.get_sample_value(name, {"segment": segment})
+
+
+def test_the_gauges_follow_the_segments(monkeypatch):
+    monkeypatch.setattr(metrics, "OWN", CollectorRegistry(auto_describe=True))
+    monkeypatch.delenv(metrics.MULTIPROC_ENV, raising=False)
+    monkeypatch.setattr(capacity_metrics, "instruments", metrics.Once(capacity_metrics._create))
+    monkeypatch.setattr(capacity_metrics, "_shown", {"tolerated": set(), "target": set()})
+
+    def found(segment: str, k: int | None, target: int) -> tolerance.Tolerance:
+        return tolerance.Tolerance(segment, k, target, None, [], 0, 2, True, "", NOW)
+
+    capacity_metrics.failures_tolerated([found("a", 1, 2), found("b", None, 0)])
+    assert _shown("masakari_segment_failures_tolerated", "a") == 1
+    assert _shown("masakari_segment_failures_to_tolerate", "a") == 2
+    assert math.isnan(_shown("masakari_segment_failures_tolerated", "b") or 0.0)
+    assert _shown("masakari_segment_failures_to_tolerate", "b") is None
+    # "b" deleted, "a"'s target taken away.
+    capacity_metrics.failures_tolerated([found("a", 0, 0)])
+    assert _shown("masakari_segment_failures_tolerated", "a") == 0
+    assert _shown("masakari_segment_failures_to_tolerate", "a") is None
+    assert _shown("masakari_segment_failures_tolerated", "b") is None
