@@ -12,11 +12,18 @@ for what the auto flow left) and ``rh_priority`` (the spares first).
 The worst case: a set of k failed hosts is the k hosts whose instances need the most room
 (the largest share of the segment's capacity of any one resource class, then the most
 VCPU, MEMORY_MB and DISK_GB, then the name), or, while the number of sets stays small
-(EXACT_SETS), every set of k hosts, spares included: a spare that fails carries nothing but
-takes its room away. Every set cannot be tried beyond that (the number of sets grows
-exponentially), and the largest hosts failing is what breaks a segment in practice, but not
-always: two mid-sized hosts whose instances fit nowhere jointly, or a spare failing together
-with a host, can break it earlier than the largest ones. ``exact`` says which was judged.
+(EXACT_SETS over all sizes), every set of k hosts, spares included: a spare that fails
+carries nothing but takes its room away. Why by size: what a failure costs is the room its
+instances need, and the free room left by the others is what must cover it, so the largest
+hosts failing together is the failure the room is shortest for; it is also how operators
+size N+k (vSphere's and Nutanix's admission control reserve for the largest hosts). Its
+limit: with several resource classes and greedy first-fit packing, the largest are not
+always the worst (two mid-sized hosts whose instances fit nowhere together, or a spare
+failing with a host, can break a segment earlier). Every set cannot be tried beyond the
+bound, since their number grows exponentially with the segment's size; ``exact`` says
+which was judged (once a size is judged by the largest alone, every larger one is too).
+Whether a set fits is the engine's own greedy fit, not the best packing: what the engine
+would do, not what a perfect placement could.
 
 Hosts already gone count as failed and move nothing more: on maintenance in masakari (a
 failure being recovered, or an operator's), without a nova-compute service, or not usable in
@@ -199,10 +206,11 @@ def compute(
         return result(None, f"Cannot compute: {exc}")
     ordered = _worst_first(found)
     counted = len(ordered)
-    budget = EXACT_SETS
+    budget, exact = EXACT_SETS, True
     for size in range(1, counted + 1):
+        # Once only the largest are judged, k rests on that judgement: it stays so.
         sets = math.comb(counted, size)
-        exact = sets <= budget
+        exact = exact and sets <= budget
         budget -= sets if exact else 0
         tried = itertools.combinations(ordered, size) if exact else [tuple(ordered[:size])]
         for failed in tried:

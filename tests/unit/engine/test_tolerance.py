@@ -230,3 +230,27 @@ def test_the_gauges_follow_the_segments(monkeypatch):
     assert _shown("masakari_segment_failures_tolerated", "a") == 0
     assert _shown("masakari_segment_failures_to_tolerate", "a") is None
     assert _shown("masakari_segment_failures_tolerated", "b") is None
+
+
+def test_disk_on_shared_storage_is_not_counted():
+    # No compute node inventories DISK_GB (a sharing provider holds the disks).
+    sim = NovaSimulator()
+    sim.add_service("c1", vcpus=4)
+    sim.add_service("c2", vcpus=4)
+    sim.add_server(host="c1", flavor=Flavor(vcpus=2, ram=0, disk=80))
+    for name in ("c1", "c2"):
+        del sim.placement.by_name(name).inventories["DISK_GB"]
+    found = _k(sim, "auto", [Host("c1"), Host("c2")])
+    assert (found.k, found.limiting, found.worst_case) == (1, "hosts", ["c1", "c2"])
+
+
+def test_once_judged_by_the_largest_k_is_not_called_exact(monkeypatch):
+    sim = NovaSimulator()
+    for name in ("c1", "c2", "c3"):
+        sim.add_service(name, vcpus=8)
+        _vm(sim, name, 1)
+    # Sizes 1, 2, 3: 3, 3 and 1 sets; a budget of 4 tries every set of 1, the largest 2,
+    # and could try the one set of 3: k = 2 still rests on the largest 2 alone.
+    monkeypatch.setattr(tolerance, "EXACT_SETS", 4)
+    found = _k(sim, "auto", [Host("c1"), Host("c2"), Host("c3")])
+    assert (found.k, found.limiting, found.exact) == (2, tolerance.NO_HOST, False)
