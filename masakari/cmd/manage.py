@@ -242,10 +242,15 @@ def segment_check(conf: cfg.ConfigOpts) -> None:
     for f in findings:
         where = f" [{f.segment}]" if f.segment else ""
         print(f"{doctor.LABELS[f.code]:8} {f.check}{where}: {f.detail}")
+    code = doctor.worst(findings)
     for found in tolerated:
-        label = doctor.LABELS[doctor.FAILURE if found.below_target else doctor.SUCCESS]
-        print(f"{label:8} failures tolerated [{found.segment}]: {tolerance.line(found)}")
-    code = max(doctor.worst(findings), *(doctor.FAILURE for t in tolerated if t.below_target), 0)
+        # Unknown: Nova or Placement could not tell (the doctor's findings say more).
+        said = doctor.WARNING if found.k is None else doctor.SUCCESS
+        said = doctor.FAILURE if found.below_target else said
+        code = max(code, said)
+        print(
+            f"{doctor.LABELS[said]:8} failures tolerated [{found.segment}]: {tolerance.line(found)}"
+        )
     if code:
         raise CommandError(f"Result: {doctor.LABELS[code]}", code=code)
     print("Result: OK")
