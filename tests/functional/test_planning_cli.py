@@ -272,3 +272,16 @@ def test_segment_check_on_a_reserved_host_segment(sim, db, conf_file, capsys):
         "k=1 (target 2, below): Losing r-1, r-spare at once leaves 1 instance(s) behind: "
         "no target host is left."
     )
+
+
+def test_segment_check_says_an_unknown_k(sim, db, conf_file, capsys):
+    _three(sim, db)
+    del sim.placement.providers[sim.placement.by_name("t-2").uuid]
+    code, out, _ = run(
+        capsys, conf_file("[capacity]", "failures_to_tolerate = 1"), "segment", "check", "three"
+    )
+    assert code == 1, out
+    assert _tolerated(out) == (
+        "WARNING  failures tolerated [three]: k=unknown (target 1): Cannot compute: Placement "
+        "has no resource provider named 't-2'"
+    )
