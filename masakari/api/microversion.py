@@ -23,6 +23,7 @@ VERSIONS: tuple[tuple[str, str], ...] = (
     ("1.5", "GET .../hosts/{host_id}/recovery_plan and /v1/segments/{id}/readiness"),
     ("1.6", "notification show adds fencing: the host fencing attempts"),
     ("1.7", "notification show adds evidence: the signals a host failure was judged on"),
+    ("1.8", "segment readiness adds failures_tolerated: the host failures it absorbs at once"),
 )
 
 # The newest version served unless [DEFAULT]/api_max_microversion raises it: what the

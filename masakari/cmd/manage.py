@@ -203,8 +203,10 @@ def _dash(value: Any) -> str:
 
 
 def segment_check(conf: cfg.ConfigOpts) -> None:
-    """The readiness doctor; exits with masakari-status's codes (0 ok, 1 warning, 2 failure)."""
+    """The readiness doctor, then the failures each segment tolerates; exits with
+    masakari-status's codes (0 ok, 1 warning, 2 failure: also a segment below its target)."""
     from masakari.compute.clients import Clients
+    from masakari.engine import tolerance
     from masakari.ha import doctor
 
     db = Database.from_conf(conf)
@@ -212,15 +214,17 @@ def segment_check(conf: cfg.ConfigOpts) -> None:
     try:
         fencing = _readable_fencing(conf)
         try:
+            nova, placement = clients.nova(), clients.placement()
             findings = doctor.check(
                 conf,
                 db,
-                clients.nova(),
-                clients.placement(),
+                nova,
+                placement,
                 conf.category.segment,
                 fence_checks=_live_fence_checks(fencing, db, conf.category.segment),
             )
-        except exception.SegmentNotFound as exc:
+            tolerated = tolerance.of_segments(conf, db, nova, placement, conf.category.segment)
+        except (exception.SegmentNotFound, exception.InvalidInput) as exc:
             raise CommandError(exc.message, code=doctor.FAILURE) from exc
     finally:
         db.dispose()
@@ -239,6 +243,14 @@ def segment_check(conf: cfg.ConfigOpts) -> None:
         where = f" [{f.segment}]" if f.segment else ""
         print(f"{doctor.LABELS[f.code]:8} {f.check}{where}: {f.detail}")
     code = doctor.worst(findings)
+    for found in tolerated:
+        # Unknown: Nova or Placement could not tell (the doctor's findings say more).
+        said = doctor.WARNING if found.k is None else doctor.SUCCESS
+        said = doctor.FAILURE if found.below_target else said
+        code = max(code, said)
+        print(
+            f"{doctor.LABELS[said]:8} failures tolerated [{found.segment}]: {tolerance.line(found)}"
+        )
     if code:
         raise CommandError(f"Result: {doctor.LABELS[code]}", code=code)
     print("Result: OK")

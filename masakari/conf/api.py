@@ -58,7 +58,7 @@ request.
     cfg.StrOpt(
         "api_max_microversion",
         default="1.3",
-        choices=("1.3", "1.4", "1.5", "1.6", "1.7"),
+        choices=("1.3", "1.4", "1.5", "1.6", "1.7", "1.8"),
         help=paragraphs(
             """
 (masakari rewrite only) Newest API microversion masakari-api serves, and
@@ -71,7 +71,9 @@ GET /v1/segments/{segment_id}/readiness (a dry-run recovery plan and the
 readiness doctor). ``1.6`` adds ``fencing`` to GET /v1/notifications/{id}: the
 host fencing attempts of the recovery (docs/operations.md, Host fencing).
 ``1.7`` adds ``evidence`` to a notification's show: the signals its host
-failure was judged on ([detection], [verdict]).
+failure was judged on ([detection], [verdict]). ``1.8`` adds
+``failures_tolerated`` to a segment's readiness: how many of its hosts can fail
+at once with every evacuated instance still placed ([capacity]).
 """
         ),
     ),

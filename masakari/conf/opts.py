@@ -7,6 +7,7 @@ from oslo_config import cfg
 from masakari.conf import (
     api,
     base,
+    capacity,
     coordination,
     database,
     detection,
@@ -31,6 +32,7 @@ GroupOpts = list[tuple[str | cfg.OptGroup, list[cfg.Opt]]]
 _MODULES = (
     api,
     base,
+    capacity,
     coordination,
     database,
     detection,

@@ -23,7 +23,7 @@ from masakari import coordination, exception, notifier
 from masakari.compute.nova import NovaClient
 from masakari.compute.placement import PlacementClient
 from masakari.db.database import Database
-from masakari.engine import kdump_sources, locks, periodic, tasks, wakeup
+from masakari.engine import kdump_sources, locks, periodic, tasks, tolerance, wakeup
 from masakari.engine.capacity import Capacities
 from masakari.engine.clients import LazyPlacement
 from masakari.engine.fence_checks import FenceChecker
@@ -39,6 +39,7 @@ from masakari.engine.runner import Runner
 from masakari.engine.slots import EvacuationSlots
 from masakari.engine.workers import Workers
 from masakari.fencing import ipmi, kdump
+from masakari.metrics import capacity as capacity_metrics
 from masakari.metrics import kdump as kdump_metrics
 
 __all__ = ["Addon", "EngineService", "engine_owner", "lease_timing"]
@@ -194,6 +195,17 @@ class EngineService:
                     leader_only=True,
                 )
             )
+        if conf.capacity.check_interval > 0:
+            # One engine is enough: each round reads Nova and Placement for every host.
+            every.append(
+                periodic.Task(
+                    "failures_tolerated",
+                    conf.capacity.check_interval,
+                    self.failures_tolerated,
+                    at_start=True,
+                    leader_only=True,
+                )
+            )
         if conf.periodic_enable:
             every += [
                 periodic.Task(
@@ -217,6 +229,11 @@ class EngineService:
                 ),
             ]
         return every + [task for addon in self.addons for task in addon.tasks()]
+
+    def failures_tolerated(self) -> None:
+        """Every segment's failures tolerated, into the metrics ([capacity] check_interval)."""
+        found = tolerance.of_segments(self.conf, self.db, self.nova, self.runner.placement)
+        capacity_metrics.failures_tolerated(found)
 
     # --- life cycle ------------------------------------------------------------------------
 

@@ -23,13 +23,11 @@ from masakari import exception, policy
 from masakari.compute.placement import HostCapacity, describe
 from masakari.compute.servers import Service
 from masakari.db import fencing
-from masakari.db import hosts as hosts_db
-from masakari.db import segments as segments_db
 from masakari.db.database import Database
 from masakari.db.models import Host, Segment
 from masakari.db.paging import Row
 from masakari.db.statuses import RecoveryMethod
-from masakari.engine import capacity, selection
+from masakari.engine import capacity, selection, tolerance
 from masakari.engine.capacity import Capacities
 from masakari.engine.ports import NovaReads
 from masakari.ha import fence_doctor
@@ -84,7 +82,7 @@ def check(
     """
     findings: list[Finding] = []
     try:
-        segments = _segments(db, segment)
+        segments = tolerance.segments(db, segment)
         if fence_checks is None:
             fence_checks = fence_doctor.recorded(db)
     except exception.SegmentNotFound:
@@ -100,20 +98,6 @@ def check(
     findings.extend(_services(conf))
     findings.append(_policy(conf))
     return findings
-
-
-def _segments(db: Database, wanted: str | None) -> list[tuple[Row, list[Row]]]:
-    with db.reader() as session:
-        rows = segments_db.list_(session, {}, ["created_at"], ["asc"], None, None)
-        if wanted is not None:
-            rows = [r for r in rows if wanted in (r.uuid, r.name)]
-            if not rows:
-                raise exception.SegmentNotFound(id=wanted)
-        found = []
-        for seg in rows:
-            hosts = hosts_db.list_(session, seg.uuid, {}, ["created_at"], ["asc"], None, None)
-            found.append((seg, list(hosts)))
-        return found
 
 
 def _nova_account(nova: NovaProbe, server_groups: bool) -> list[Finding]:

@@ -204,3 +204,84 @@ def test_doctor_probes_server_groups_only_when_checked(sim, db, conf_file, capsy
     code, out, _ = run(capsys, conf_file(*extra), "segment", "check", seg)
     refused = "FAILURE  nova account: Cannot read server groups of all projects" in out
     assert (code == 2, refused) == (check, check)
+
+
+def _three(sim: NovaSimulator, db: Database, method: str = "auto") -> str:
+    """Three hosts of 8 vCPUs, 4 used on each: room for any one host's instances."""
+    seg = add_segment(db, method, name="three")
+    for name in ("t-1", "t-2", "t-3"):
+        sim.add_service(name, vcpus=8)
+        sim.add_server(host=name, flavor=LARGE)
+        add_host(db, seg, name)
+    return seg
+
+
+def _tolerated(out: str) -> str:
+    (line,) = [line for line in out.splitlines() if " failures tolerated [" in line]
+    return line
+
+
+def test_segment_check_prints_the_failures_tolerated(sim, db, conf_file, capsys):
+    _three(sim, db)
+    code, out, _ = run(capsys, conf_file(), "segment", "check", "three")
+    assert code == 0, out
+    assert _tolerated(out) == (
+        "OK       failures tolerated [three]: k=1: Losing t-1, t-2 at once leaves 1 "
+        "instance(s) behind: VCPU runs out first."
+    )
+
+
+def test_segment_check_fails_below_its_target(sim, db, conf_file, capsys):
+    _three(sim, db)
+    target = ("[capacity]", "segment_failures_to_tolerate = three:1")
+    assert run(capsys, conf_file(*target), "segment", "check", "three")[0] == 0
+    sim.add_server(host="t-2", flavor=LARGE)
+    sim.add_server(host="t-3", flavor=LARGE)
+    code, out, err = run(capsys, conf_file(*target), "segment", "check", "three")
+    assert code == 2, out
+    assert _tolerated(out) == (
+        "FAILURE  failures tolerated [three]: k=0 (target 1, below): Losing t-2 at once leaves "
+        "1 instance(s) behind: VCPU runs out first."
+    )
+    assert err.strip() == "Result: FAILURE"
+    # Without a target, k=0 is shown, not judged (the doctor's capacity check still fails).
+    code, out, _ = run(capsys, conf_file(), "segment", "check", "three")
+    assert _tolerated(out).startswith("OK       failures tolerated [three]: k=0: Losing t-2"), out
+
+
+def test_segment_check_says_a_bad_target(sim, db, conf_file, capsys):
+    _three(sim, db)
+    bad = ("[capacity]", "segment_failures_to_tolerate = three:one")
+    code, _, err = run(capsys, conf_file(*bad), "segment", "check", "three")
+    assert code == 2 and "'three:one' is not a count of hosts" in err
+
+
+def test_segment_check_on_a_reserved_host_segment(sim, db, conf_file, capsys):
+    seg = add_segment(db, "reserved_host", name="spared")
+    for name in ("r-1", "r-2"):
+        sim.add_service(name, vcpus=8)
+        sim.add_server(host=name, flavor=LARGE)
+        add_host(db, seg, name)
+    sim.add_service("r-spare", status="disabled", vcpus=8)
+    add_host(db, seg, "r-spare", reserved=True)
+    code, out, _ = run(
+        capsys, conf_file("[capacity]", "failures_to_tolerate = 2"), "segment", "check", "spared"
+    )
+    assert code == 2, out
+    assert _tolerated(out).endswith(
+        "k=1 (target 2, below): Losing r-1, r-spare at once leaves 1 instance(s) behind: "
+        "no target host is left."
+    )
+
+
+def test_segment_check_says_an_unknown_k(sim, db, conf_file, capsys):
+    _three(sim, db)
+    del sim.placement.providers[sim.placement.by_name("t-2").uuid]
+    code, out, _ = run(
+        capsys, conf_file("[capacity]", "failures_to_tolerate = 1"), "segment", "check", "three"
+    )
+    assert code == 1, out
+    assert _tolerated(out) == (
+        "WARNING  failures tolerated [three]: k=unknown (target 1): Cannot compute: Placement "
+        "has no resource provider named 't-2'"
+    )

@@ -96,6 +96,9 @@ PROJECT_ONLY = {
     ("verdict", "rule"): ("string value", "monitor", None),
     ("verdict", "wait"): ("floating point value", 120.0, 0),
     ("verdict", "shadow_rule"): ("string value", None, None),
+    ("capacity", "failures_to_tolerate"): ("integer value", 0, 0),
+    ("capacity", "segment_failures_to_tolerate"): ("dict value", {}, None),
+    ("capacity", "check_interval"): ("integer value", 0, 0),
 }
 
 # Defaults that depend on the machine; config-options.json holds the

@@ -5,6 +5,7 @@ from __future__ import annotations
 from masakari.api import handlers, microversion, notify, views
 from masakari.api.request import ApiRequest, Reply, created, no_content, ok
 from masakari.api.schemas import segments as schemas
+from masakari.engine import tolerance
 from masakari.ha import doctor
 from masakari.ha import segments as segments_api
 from masakari.policies import segments as policies
@@ -68,7 +69,8 @@ def delete(req: ApiRequest) -> Reply:
 @microversion.since("1.5")
 def readiness(req: ApiRequest) -> Reply:
     """GET /v1/segments/{id}/readiness (1.5): 200 with the readiness doctor's findings for
-    the segment (``masakari-manage segment check``); reads only."""
+    the segment (``masakari-manage segment check``), from 1.8 with the failures it
+    tolerates; reads only."""
     req.can(policies.READINESS)
     state = req.state
     segment_uuid = req.route_args["id"]
@@ -81,12 +83,14 @@ def readiness(req: ApiRequest) -> Reply:
         segment_uuid,
     )
     code = doctor.worst(findings)
-    return ok(
-        {
-            "readiness": {
-                "status": doctor.LABELS[code].lower(),
-                "code": code,
-                "findings": [f.view() for f in findings],
-            }
-        }
-    )
+    body = {
+        "status": doctor.LABELS[code].lower(),
+        "code": code,
+        "findings": [f.view() for f in findings],
+    }
+    if req.at_least("1.8"):
+        (found,) = tolerance.of_segments(
+            state.conf, state.db, state.nova, state.placement, segment_uuid
+        )
+        body["failures_tolerated"] = found.view()
+    return ok({"readiness": body})

@@ -35,12 +35,12 @@ class APIFixture(fixture.GabbiFixture):  # type: ignore[misc]
 
 
 class LatestAPIFixture(APIFixture):
-    """The API past 1.3: every microversion served (1.7), and UNKNOWN host reports held."""
+    """The API past 1.3: every microversion served (1.8), and UNKNOWN host reports held."""
 
     def start_fixture(self) -> None:
         _current["deployment"] = Deployment(
             {
-                "DEFAULT": {"api_max_microversion": "1.7"},
+                "DEFAULT": {"api_max_microversion": "1.8"},
                 "guards": {"hold_unknown_host_reports": "true"},
             }
         )

@@ -1,4 +1,4 @@
-"""The 1.4, 1.5, 1.6 and 1.7 surface exists only up to [DEFAULT] api_max_microversion.
+"""The 1.4 to 1.8 surface exists only up to [DEFAULT] api_max_microversion.
 
 docs/api.md: the served range is 1.0 to api_max_microversion (1.3 by default), ``latest`` is
 that maximum, a version above it is a 406 -- except on a route a microversion added, which
@@ -20,9 +20,9 @@ import pytest
 from masakari.api import microversion
 from tests.support.deployment import Deployment, host_body, segment_body
 
-CONFIGURED = ("1.3", "1.4", "1.5", "1.6", "1.7")
+CONFIGURED = ("1.3", "1.4", "1.5", "1.6", "1.7", "1.8")
 # None: no header (1.0).
-REQUESTED = (None, "1.0", "1.3", "1.4", "1.5", "1.6", "1.7", "latest")
+REQUESTED = (None, "1.0", "1.3", "1.4", "1.5", "1.6", "1.7", "1.8", "latest")
 UNKNOWN = "00000000-0000-4000-8000-000000000000"
 
 
@@ -120,6 +120,9 @@ def test_the_routes_of_1_5(served: Served, requested: str | None, route: str) ->
         assert r.status_int == 200, r.text
         assert route in r.json
         assert r.headers["OpenStack-API-Version"] == f"instance-ha {version}"
+        if route == "readiness":
+            tolerated = "failures_tolerated" in r.json["readiness"]
+            assert tolerated == _at_least(version, "1.8"), r.text
     else:
         # Absent at every other version, a version above the maximum included.
         assert _is_unknown_path(r), (r.status, r.text)

@@ -94,7 +94,7 @@ def test_dashboard_and_alert_rules_use_only_metrics_that_exist(tmp_path) -> None
     from pathlib import Path
 
     from masakari import metrics
-    from masakari.metrics import collect, detection, kdump
+    from masakari.metrics import capacity, collect, detection, kdump
 
     repo = Path(__file__).resolve().parents[3]
     db = migrated_sqlite(tmp_path)
@@ -102,6 +102,7 @@ def test_dashboard_and_alert_rules_use_only_metrics_that_exist(tmp_path) -> None
     metrics.instruments()  # every instrument exists once first used
     detection.instruments()
     kdump.instruments()
+    capacity.instruments()
     exposed = collect.exposition(collect.scrape_registry(lambda: db)).decode()
     db.dispose()
     families = set(re.findall(r"^# TYPE (\w+) ", exposed, re.MULTILINE))
