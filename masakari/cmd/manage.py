@@ -561,6 +561,10 @@ def _run(conf: cfg.ConfigOpts, command: Callable[[cfg.ConfigOpts], None]) -> int
     except CommandError as exc:
         print(exc, file=sys.stderr)
         return exc.code
+    except cfg.ConfigFileValueError as exc:
+        # oslo.config converts a value when it is first read: the message names the option.
+        print(f"masakari-manage: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except (sa_exc.SQLAlchemyError, db_exc.DBError) as exc:
         print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
         print(

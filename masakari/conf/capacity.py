@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from oslo_config import cfg
+from oslo_config import cfg, types
 
 from masakari.conf._text import paragraphs
 
@@ -31,8 +31,9 @@ reports a failure, when a segment tolerates fewer.
 """
         ),
     ),
-    cfg.DictOpt(
+    cfg.Opt(
         "segment_failures_to_tolerate",
+        type=types.Dict(value_type=types.Integer(min=0)),
         default={},
         help=paragraphs(
             """

@@ -98,21 +98,13 @@ class Tolerance:
 
 def target_of(conf: cfg.ConfigOpts, seg: Segment | Row) -> int:
     """[capacity] segment_failures_to_tolerate for the segment (its name or uuid), else
-    failures_to_tolerate. A value that is no integer is a clear error."""
+    failures_to_tolerate. oslo.config checks the values: one that is no count of hosts
+    raises ConfigFileValueError, naming the option."""
     options = conf.capacity
+    targets = options.segment_failures_to_tolerate
     for key in (seg.uuid, seg.name):
-        if key in options.segment_failures_to_tolerate:
-            raw = options.segment_failures_to_tolerate[key]
-            try:
-                value = int(raw)
-            except ValueError:
-                value = -1
-            if value < 0:
-                raise exception.InvalidInput(
-                    reason=f"[capacity] segment_failures_to_tolerate: '{key}:{raw}' is not a "
-                    "count of hosts"
-                )
-            return value
+        if key in targets:
+            return int(targets[key])
     return int(options.failures_to_tolerate)
 
 
