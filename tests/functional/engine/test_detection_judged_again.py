@@ -5,7 +5,6 @@ Through the API (Keystone, the simulator) and an engine with the detector (SQLit
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import time
 from collections.abc import Iterator
@@ -13,14 +12,11 @@ from typing import Any
 
 import pytest
 
-from masakari import coordination, detection
-from masakari.compute import retry
-from masakari.compute.nova import NovaClient
 from masakari.db import holds
-from masakari.engine.service import EngineService
 from masakari.ha import notifications as intake
 from masakari.ha.intake import Rules
 from tests.support.deployment import Deployment, host_body, segment_body
+from tests.support.detector import detecting
 
 OPTIONS = {
     "DEFAULT": {
@@ -48,29 +44,6 @@ def dep() -> Iterator[Deployment]:
             made = deployment.request("POST", f"/v1/segments/{seg}/hosts", host_body(host))
             assert made.status_int == 201
         yield deployment
-
-
-@contextlib.contextmanager
-def detecting(dep: Deployment) -> Iterator[EngineService]:
-    session = dep.sim.session(timeout=2)
-    nova = NovaClient(session, timeout=2, policy=retry.DETECTION)
-    probe = detection.keystone_probe(session, dep.sim.auth_url, 2)
-    owner, leadership = "ctl-1:detector", coordination.Everyone()
-    found = detection.build(dep.conf, dep.db, nova, probe, owner, leadership)
-    assert found is not None
-    service = EngineService(
-        dep.conf,
-        dep.db,
-        dep.sim.client(timeout=5),
-        owner=owner,
-        leadership=leadership,
-        addons=[found],
-    )
-    service.start()
-    try:
-        yield service
-    finally:
-        service.stop(grace=2)
 
 
 def shown(dep: Deployment, nid: str) -> dict[str, Any]:

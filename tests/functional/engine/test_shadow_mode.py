@@ -16,12 +16,9 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from masakari import coordination, detection, metrics
+from masakari import metrics
 from masakari.cmd import manage
-from masakari.compute import retry
-from masakari.compute.nova import NovaClient
 from masakari.db.models import DetectorShadowReport
-from masakari.engine.service import EngineService
 from tests.support.deployment import (
     Deployment,
     engine,
@@ -31,6 +28,7 @@ from tests.support.deployment import (
     segment_body,
     until_settled,
 )
+from tests.support.detector import detecting
 
 ENGINE = {
     "api_max_microversion": "1.7",
@@ -52,29 +50,6 @@ def deployed(**sections: dict[str, str]) -> Iterator[Deployment]:
                 dep.request("POST", f"/v1/segments/{seg}/hosts", host_body(host)).status_int == 201
             )
         yield dep
-
-
-@contextlib.contextmanager
-def detecting(dep: Deployment) -> Iterator[EngineService]:
-    session = dep.sim.session(timeout=2)
-    nova = NovaClient(session, timeout=2, policy=retry.DETECTION)
-    probe = detection.keystone_probe(session, dep.sim.auth_url, 2)
-    owner, leadership = "ctl-1:detector", coordination.Everyone()
-    found = detection.build(dep.conf, dep.db, nova, probe, owner, leadership)
-    assert found is not None
-    service = EngineService(
-        dep.conf,
-        dep.db,
-        dep.sim.client(timeout=5),
-        owner=owner,
-        leadership=leadership,
-        addons=[found],
-    )
-    service.start()
-    try:
-        yield service
-    finally:
-        service.stop(grace=2)
 
 
 def shadowed(dep: Deployment) -> list[tuple[str, str, str | None]]:
