@@ -11,11 +11,25 @@ import dataclasses
 import math
 import threading
 from collections.abc import Sequence
+from typing import Protocol
 
 from prometheus_client import Gauge
 
 from masakari import metrics
-from masakari.engine.tolerance import Tolerance
+
+
+class Tolerance(Protocol):
+    """What the gauges show of a segment (masakari.engine.tolerance.Tolerance): metrics sit
+    below the engine and import nothing of it."""
+
+    @property
+    def segment(self) -> str: ...
+
+    @property
+    def k(self) -> int | None: ...
+
+    @property
+    def target(self) -> int: ...
 
 
 @dataclasses.dataclass(frozen=True)
