@@ -14,8 +14,10 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from masakari.db import fencing as fence_db
 from masakari.db.database import Database
 from masakari.db.models import FenceAttempt
+from masakari.fencing.config import FencingFile
 from tests.fakes.ceph_cluster import CephCluster, RBDHost
 from tests.fakes.nova import NovaSimulator
 from tests.support.engine import HOST_DOWN, add_segment, notify, wait_for, wait_status
@@ -27,6 +29,7 @@ from tests.support.fencing_drills import (
     fencing_file,
     held,
     ipmi,
+    sent,
 )
 
 HOST_BACK = {"event": "STARTED", "host_status": "NORMAL", "cluster_status": "ONLINE"}
@@ -156,6 +159,49 @@ def test_a_storage_entry_after_power_blocklists_a_host_already_proven_off(
         (0, "status", "off"),
         (1, "blocklist", "blocklisted"),
     ]
+    assert (a.wait_failed(), a.errno) == ("ConnectionShutdown", ESHUTDOWN)
+    assert confirmed_at(db, nid, "blocklisted") <= min(c.time for c in evacuations(sim))
+    assert_evacuated_once(sim, servers, "compute-a")
+    b.wait_writes(3)
+
+
+def test_an_engine_taking_over_after_the_power_proof_still_blocklists(
+    ceph: CephCluster,
+    rbd_hosts: tuple[RBDHost, RBDHost],
+    db: Database,
+    sim: NovaSimulator,
+    engine: Any,
+    bmcs: Any,
+    tmp_path: Path,
+) -> None:
+    """An engine proved the host off and died before its after_power blocklist: the engine
+    that takes the failure over sends no power off again, and blocklists the host before
+    the first evacuation."""
+    a, b = rbd_hosts
+    bmc = bmcs()
+    bmc.power = "off"  # the dead engine's power off
+    segment = add_segment(db)
+    host, servers = failed_host(db, sim, segment, "compute-a")
+    sim.add_service("compute-b")
+    entries = [ipmi(bmc), ceph.entry(a.address, after_power=True)]
+    config = fencing_file(tmp_path, {"compute-a": entries})
+    nid = notify(db, host, "COMPUTE_HOST", HOST_DOWN)
+    proven = FencingFile.load(config).drivers_for("compute-a")[0].describe()
+    with db.writer() as s:
+        for action, result in (("off", "done"), ("status", "off")):
+            fence_db.start(
+                s, nid, "engine-dead", 1, "compute-a", 0, proven, action,
+                datetime.datetime.now(datetime.UTC).replace(tzinfo=None), result, duration=0.1,
+            )  # fmt: skip
+    engine(config)
+
+    assert wait_status(db, nid) == "finished"
+    assert attempts(db, nid) == [
+        (0, "off", "done"),
+        (0, "status", "off"),
+        (1, "blocklist", "blocklisted"),
+    ]
+    assert sent(bmc) == []  # proven before: not fenced again
     assert (a.wait_failed(), a.errno) == ("ConnectionShutdown", ESHUTDOWN)
     assert confirmed_at(db, nid, "blocklisted") <= min(c.time for c in evacuations(sim))
     assert_evacuated_once(sim, servers, "compute-a")

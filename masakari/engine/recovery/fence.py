@@ -85,6 +85,15 @@ def _fence(ctx: TaskContext, fencing: HostFencing, fenced: FencedHost) -> None:
             f"{proof.action} {proof.result}): not fenced again",
             1.0,
         )
+        if proof.position >= 0:
+            # An engine that died between its proof and an after_power blocklist: done now.
+            blocklisted = {
+                a.position
+                for a in prior
+                if (a.action, a.result) == (evidence.BLOCKLIST, evidence.BLOCKLISTED)
+            }
+            specs = fencing.drivers_for(fenced)
+            storage_fence.after_proof(ctx, host, specs, proof.position, blocklisted)
         ctx.store.host_fenced = True
         return
     released = effects.fencing.released_hold()

@@ -15,7 +15,7 @@ elsewhere (Nova's init_host), so nothing of them can write any more.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from masakari.compute.servers import Service
 from masakari.db import fencing as evidence
@@ -72,11 +72,21 @@ def blocklist(ctx: TaskContext, host: str, position: int, spec: DriverSpec) -> s
     return None
 
 
-def after_proof(ctx: TaskContext, host: str, specs: Sequence[DriverSpec], proven: int) -> None:
+def after_proof(
+    ctx: TaskContext,
+    host: str,
+    specs: Sequence[DriverSpec],
+    proven: int,
+    blocklisted: Collection[int] = (),
+) -> None:
     """Once the entry at ``proven`` proved the host off: the later ``ceph`` entries marked
-    ``after_power`` blocklist it too. A failure is recorded and logged, the proof stands."""
+    ``after_power`` blocklist it too, but those at a position in ``blocklisted`` (done by
+    an earlier run of the same failure). A failure is recorded and logged, the proof
+    stands."""
     for position in range(proven + 1, len(specs)):
         spec = specs[position]
+        if position in blocklisted:
+            continue
         if spec.type == CEPH and spec.options.get("after_power") == "1":
             why = blocklist(ctx, host, position, spec)
             if why is not None:
