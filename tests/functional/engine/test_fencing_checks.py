@@ -53,7 +53,13 @@ def entry(bmc: FakeBMC, password: str = PASSWORD, timeout: float = 10) -> dict[s
 def test_the_engine_checks_every_hosts_drivers_and_the_doctor_reads_them(
     db: Database, sim: Any, engine_factory: Any, tmp_path: Path
 ) -> None:
-    with FakeBMC(USER, PASSWORD) as good, FakeBMC(USER, PASSWORD) as dead:
+    # compute-2 has a BMC of its own, as every host does: entries with two passwords for one
+    # BMC and user share one IPMI session key (masakari.fencing._worker).
+    with (
+        FakeBMC(USER, PASSWORD) as good,
+        FakeBMC(USER, PASSWORD) as dead,
+        FakeBMC(USER, PASSWORD) as other,
+    ):
         dead.dead = True
         segment = add_segment(db)
         for name in ("compute-1", "compute-2", "compute-3", "compute-4"):
@@ -65,7 +71,7 @@ def test_the_engine_checks_every_hosts_drivers_and_the_doctor_reads_them(
                     "version": 1,
                     "hosts": {
                         "compute-1": [entry(good)],
-                        "compute-2": [entry(good, password="wrong")],
+                        "compute-2": [entry(other, password="wrong")],
                         "compute-3": [entry(dead, timeout=1.5), entry(good)],
                     },
                 }
