@@ -58,7 +58,7 @@ request.
     cfg.StrOpt(
         "api_max_microversion",
         default="1.3",
-        choices=("1.3", "1.4", "1.5", "1.6", "1.7", "1.8"),
+        choices=("1.3", "1.4", "1.5", "1.6", "1.7", "1.8", "1.9"),
         help=paragraphs(
             """
 (masakari rewrite only) Newest API microversion masakari-api serves, and
@@ -73,7 +73,10 @@ host fencing attempts of the recovery (docs/operations.md, Host fencing).
 ``1.7`` adds ``evidence`` to a notification's show: the signals its host
 failure was judged on ([detection], [verdict]). ``1.8`` adds
 ``failures_tolerated`` to a segment's readiness: how many of its hosts can fail
-at once with every evacuated instance still placed ([capacity]).
+at once with every evacuated instance still placed ([capacity]). ``1.9`` adds
+fire drills (POST/GET /v1/segments/{segment_id}/drills) and ``held`` to
+``failures_tolerated``: the failover room kept out of reach of new boots in
+Placement ([capacity] hold_room).
 """
         ),
     ),
