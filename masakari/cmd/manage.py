@@ -206,7 +206,8 @@ def segment_check(conf: cfg.ConfigOpts) -> None:
     """The readiness doctor, then the failures each segment tolerates; exits with
     masakari-status's codes (0 ok, 1 warning, 2 failure: also a segment below its target)."""
     from masakari.compute.clients import Clients
-    from masakari.engine import tolerance
+    from masakari.compute.placement import describe
+    from masakari.engine import room, tolerance
     from masakari.ha import doctor
 
     db = Database.from_conf(conf)
@@ -224,6 +225,10 @@ def segment_check(conf: cfg.ConfigOpts) -> None:
                 fence_checks=_live_fence_checks(fencing, db, conf.category.segment),
             )
             tolerated = tolerance.of_segments(conf, db, nova, placement, conf.category.segment)
+            room_held = {
+                seg.name: room.held_of(db, seg.uuid)
+                for seg, _ in tolerance.segments(db, conf.category.segment)
+            }
         except (exception.SegmentNotFound, exception.InvalidInput) as exc:
             raise CommandError(exc.message, code=doctor.FAILURE) from exc
     finally:
@@ -251,9 +256,61 @@ def segment_check(conf: cfg.ConfigOpts) -> None:
         print(
             f"{doctor.LABELS[said]:8} failures tolerated [{found.segment}]: {tolerance.line(found)}"
         )
+    for name, held in room_held.items():
+        for host, amounts in sorted(held.items()):
+            print(f"{'INFO':8} room held [{name}]: {host} {describe(amounts)}")
     if code:
         raise CommandError(f"Result: {doctor.LABELS[code]}", code=code)
     print("Result: OK")
+
+
+def segment_hold_room(conf: cfg.ConfigOpts) -> None:
+    """One holding pass now, as the engine makes one every [capacity] hold_interval."""
+    if not conf.capacity.hold_room:
+        raise CommandError(
+            "[capacity] hold_room is off: nothing is held (release-room gives back what was)"
+        )
+    _room_pass(conf, release=False)
+
+
+def segment_release_room(conf: cfg.ConfigOpts) -> None:
+    """Give back the room held in Placement: what masakari added to each inventory's
+    reserved amount (before removing masakari, or to let boots use it for a while)."""
+    _room_pass(conf, release=True)
+    if conf.capacity.hold_room:
+        print("[capacity] hold_room is on: the engine holds the room again at its next pass.")
+
+
+def _room_pass(conf: cfg.ConfigOpts, release: bool) -> None:
+    from masakari.compute.clients import Clients
+    from masakari.compute.placement import describe
+    from masakari.engine import room, tolerance
+
+    db = Database.from_conf(conf)
+    clients = Clients(conf)
+    try:
+        held = room.Room(conf, db, clients.nova(), clients.placement())
+        try:
+            found = tolerance.segments(db, conf.category.segment)
+        except exception.SegmentNotFound as exc:
+            raise CommandError(exc.message) from exc
+        failed = False
+        for seg, hosts in found:
+            try:
+                done = held.restore(seg.uuid, seg.name) if release else held.hold(seg, hosts)
+            except exception.NovaError as exc:
+                failed = True
+                print(f"{seg.name}: {exc}")
+                continue
+            amounts = "; ".join(
+                f"{host} {describe(resources)}" for host, resources in sorted(done.held.items())
+            )
+            extra = f" for notification {done.released_for}" if done.released_for else ""
+            print(f"{seg.name}: {done.state}{extra}" + (f": {amounts}" if amounts else ""))
+    finally:
+        db.dispose()
+    if failed:
+        raise CommandError("Result: the room of some segment is not settled")
 
 
 def _readable_fencing(conf: cfg.ConfigOpts) -> HostFencing | None:
@@ -344,6 +401,12 @@ def _add_planning_parsers(subparsers: Any) -> None:
     actions.required = True
     check = actions.add_parser("check", help="can the segment(s) recover a host failure now?")
     check.add_argument("segment", nargs="?", default=None, help="uuid or name (default: all)")
+    hold = actions.add_parser(
+        "hold-room", help="hold the failover room in Placement now ([capacity] hold_room)"
+    )
+    hold.add_argument("segment", nargs="?", default=None, help="uuid or name (default: all)")
+    give = actions.add_parser("release-room", help="give back the failover room held in Placement")
+    give.add_argument("segment", nargs="?", default=None, help="uuid or name (default: all)")
 
 
 # Engines listed by ``engine list``; engines.FORGET_AFTER keeps the table far smaller.
@@ -470,7 +533,11 @@ COMMANDS: dict[str, dict[str, Callable[[cfg.ConfigOpts], None]]] = {
         "show": notification_show,
     },
     "host": {"plan": host_plan, "unblocklist": host_unblocklist},
-    "segment": {"check": segment_check},
+    "segment": {
+        "check": segment_check,
+        "hold-room": segment_hold_room,
+        "release-room": segment_release_room,
+    },
     "engine": {"list": engine_list},
     "detection": {"shadow": detection_shadow},
 }

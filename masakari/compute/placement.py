@@ -1,4 +1,6 @@
-"""Placement as masakari reads it: free capacity of compute hosts, never a change.
+"""Placement as masakari uses it: free capacity of compute hosts, and the one change it
+makes, the ``reserved`` amount of an inventory that keeps failover room
+(masakari.engine.room, ``[capacity] hold_room``).
 
 The client shares the Nova client's keystoneauth session (one token for both) and finds the
 ``placement`` service in the catalog with the interface and region Nova is found with.
@@ -22,10 +24,13 @@ from oslo_config import cfg
 from masakari import exception
 from masakari.compute import nova, retry
 
-# 1.12: allocations as dicts; 1.31: in_tree. Nothing newer is needed for reads.
+# 1.12: allocations as dicts; 1.26: reserved may equal total; 1.31: in_tree.
 PLACEMENT_API_VERSION = "1.31"
 SERVICE_TYPE = "placement"
 RESOURCE_CLASSES = ("VCPU", "MEMORY_MB", "DISK_GB")
+# What a PUT of one inventory carries besides the generation: a field left out is reset to
+# Placement's default, so every one is sent as it was read.
+INVENTORY_FIELDS = ("total", "reserved", "min_unit", "max_unit", "step_size", "allocation_ratio")
 
 Resources = dict[str, int]
 
@@ -62,6 +67,36 @@ class HostCapacity:
     def take(self, need: Mapping[str, int]) -> None:
         for rc, amount in need.items():
             self.used[rc] = self.used.get(rc, 0) + amount
+
+
+@dataclasses.dataclass(frozen=True)
+class ProviderInventory:
+    """A provider's inventories and usages as read together, with the generation a write
+    of its inventories must name (Placement refuses it with 409 once another write came)."""
+
+    name: str
+    uuid: str
+    generation: int
+    inventories: dict[str, dict[str, Any]]
+    used: Resources
+
+    def capacity(self, unreserve: Mapping[str, int] | None = None) -> HostCapacity:
+        """What the host offers: (total - reserved) * allocation_ratio per class, with
+        ``unreserve`` taken off the reserved amounts (room masakari holds, counted as free
+        for failover)."""
+        back = unreserve or {}
+        capacity = {
+            rc: int(
+                (inv["total"] - max(0, inv.get("reserved", 0) - back.get(rc, 0)))
+                * inv.get("allocation_ratio", 1.0)
+            )
+            for rc, inv in self.inventories.items()
+        }
+        return HostCapacity(self.name, self.uuid, capacity, dict(self.used))
+
+
+class GenerationConflict(exception.NovaError):
+    """Placement answered 409: the provider changed since it was read."""
 
 
 def add(total: Resources, need: Mapping[str, int]) -> Resources:
@@ -128,27 +163,61 @@ class PlacementClient:
 
     def host_capacity(self, name: str) -> HostCapacity | None:
         """None when Placement has no provider of that name."""
+        found = self.inventory(name)
+        return None if found is None else found.capacity()
+
+    def inventory(self, name: str) -> ProviderInventory | None:
+        """The provider named ``name`` with its inventories, usages and generation (that of
+        the inventories read); None when Placement has none of that name."""
         rp = self.provider(name)
         if rp is None:
             return None
-        capacity = {
-            rc: int((inv["total"] - inv.get("reserved", 0)) * inv.get("allocation_ratio", 1.0))
-            for rc, inv in self.inventories(rp["uuid"]).items()
+        body = self._get(f"/resource_providers/{rp['uuid']}/inventories")
+        return ProviderInventory(
+            name,
+            rp["uuid"],
+            int(body["resource_provider_generation"]),
+            dict(body["inventories"]),
+            self.usages(rp["uuid"]),
+        )
+
+    def set_reserved(self, found: ProviderInventory, resource_class: str, reserved: int) -> int:
+        """Write ``reserved`` into one inventory of ``found``, every other field as read;
+        returns the provider's new generation. GenerationConflict when the provider changed
+        since ``found`` was read (nova-compute writing its inventory, say): the caller reads
+        again. Safe to send again after an ambiguous failure: a write that landed makes the
+        repeat a 409."""
+        inv = found.inventories[resource_class]
+        body = {
+            "resource_provider_generation": found.generation,
+            **{k: inv[k] for k in INVENTORY_FIELDS if k in inv},
+            "reserved": reserved,
         }
-        return HostCapacity(name, rp["uuid"], capacity, self.usages(rp["uuid"]))
+        path = f"/resource_providers/{found.uuid}/inventories/{resource_class}"
+        with retry.counted("placement PUT", repeatable=True):
+            answer = self._send("PUT", path, None, body)
+        return int(answer["resource_provider_generation"])
 
     def capacities(self, names: Iterable[str]) -> dict[str, HostCapacity | None]:
         return {name: self.host_capacity(name) for name in names}
 
     def _get(self, path: str, query: list[tuple[str, str]] | None = None) -> Any:
         with retry.counted("placement GET", repeatable=True):
-            return self._get_once(path, query)
+            return self._send("GET", path, query, None)
 
-    def _get_once(self, path: str, query: list[tuple[str, str]] | None) -> Any:
+    def _send(
+        self,
+        method: str,
+        path: str,
+        query: list[tuple[str, str]] | None,
+        body: dict[str, Any] | None,
+    ) -> Any:
         try:
-            resp = self._adapter.get(
+            resp = self._adapter.request(
                 path,
+                method,
                 params=query or None,
+                json=body,
                 raise_exc=False,
                 microversion=PLACEMENT_API_VERSION,
                 timeout=self._timeout,
@@ -160,14 +229,15 @@ class PlacementClient:
                 detail = resp.json()["errors"][0]["detail"]
             except (ValueError, KeyError, IndexError, TypeError):
                 detail = resp.text[:200]
-            raise exception.NovaError(
-                f"Placement answered GET {path} with {resp.status_code}: {detail}",
+            kind = GenerationConflict if resp.status_code == 409 else exception.NovaError
+            raise kind(
+                f"Placement answered {method} {path} with {resp.status_code}: {detail}",
                 status=resp.status_code,
             )
         try:
             return resp.json()
         except ValueError as exc:
             raise exception.NovaError(
-                f"Placement answered GET {path} with a body that is not JSON.",
+                f"Placement answered {method} {path} with a body that is not JSON.",
                 status=resp.status_code,
             ) from exc

@@ -433,3 +433,43 @@ Index("failure_evidence_notification_idx", FailureEvidence.notification_uuid)
 Index("fence_attempts_notification_idx", FenceAttempt.notification_uuid)
 Index("detector_shadow_reports_host_idx", DetectorShadowReport.host_name, DetectorShadowReport.id)
 Index("kdump_messages_source_idx", KdumpMessage.source_address, KdumpMessage.received_at)
+
+
+class RoomHold(Base):
+    """Failover room masakari keeps out of reach of new boots: what it added to the
+    ``reserved`` amount of one Placement inventory (migration c9e1a3b5d7f0; the project's own
+    table, ``[capacity] hold_room``).
+
+    ``base_reserved`` is what the inventory reserved without masakari; ``written`` what
+    masakari last wrote (base + held); ``pending`` a write about to be sent, recorded first,
+    so that a process that dies between its write and its record still knows the value as
+    its own. A reserved amount that is neither ``written`` nor ``pending`` is somebody
+    else's (nova-compute writes its own on its inventory refresh): it becomes the new base.
+    """
+
+    __tablename__ = "masakari_room_holds"
+    __table_args__ = (UniqueConstraint("provider_uuid", "resource_class", name="uniq_room_hold"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    segment_uuid: Mapped[str] = mapped_column(String(36), nullable=False)
+    host_name: Mapped[str] = mapped_column(String(255), nullable=False)
+    provider_uuid: Mapped[str] = mapped_column(String(36), nullable=False)
+    resource_class: Mapped[str] = mapped_column(String(255), nullable=False)
+    base_reserved: Mapped[int] = mapped_column(Integer, nullable=False)
+    held: Mapped[int] = mapped_column(Integer, nullable=False)
+    written: Mapped[int | None] = mapped_column(Integer)
+    pending: Mapped[int | None] = mapped_column(Integer)
+    updated_at: Mapped[datetime.datetime] = mapped_column(DateTime, nullable=False)
+
+
+class RoomHoldSegment(Base):
+    """A segment's held room as a whole: the row whose change serialises the engine that
+    holds it and a recovery that releases it, and the recovery it is released for (the
+    room stays released while that notification is being recovered)."""
+
+    __tablename__ = "masakari_room_hold_segments"
+
+    segment_uuid: Mapped[str] = mapped_column(String(36), primary_key=True)
+    version: Mapped[int] = mapped_column(Integer, nullable=False)
+    released_for: Mapped[str | None] = mapped_column(String(36))
+    released_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)

@@ -9,17 +9,81 @@ that fits nowhere is left behind while smaller ones after it may still fit.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from masakari import exception
-from masakari.compute.placement import HostCapacity, describe
+from masakari.compute.placement import HostCapacity, ProviderInventory, describe
 from masakari.compute.servers import first_service
+from masakari.db import room_holds
+from masakari.db.database import Database
 from masakari.engine.ports import NovaReads
 from masakari.engine.selection import Instance
 
 
 class Capacities(Protocol):
     def host_capacity(self, name: str) -> HostCapacity | None: ...
+
+
+@runtime_checkable
+class Inventories(Capacities, Protocol):
+    def inventory(self, name: str) -> ProviderInventory | None: ...
+
+
+class HeldRecord(Protocol):
+    """What masakari added to one inventory's reserved amount (masakari.db.room_holds)."""
+
+    host_name: str
+    resource_class: str
+    base_reserved: int
+    written: int | None
+    pending: int | None
+
+
+def ours(record: HeldRecord, reserved: int) -> int:
+    """How much of ``reserved`` masakari holds: all above the base while the amount is one
+    it wrote or was writing; none once another wrote it (nova-compute refreshing its
+    inventory)."""
+    if reserved in (record.written, record.pending):
+        return max(0, reserved - record.base_reserved)
+    return 0
+
+
+class Unheld:
+    """Placement's capacities with the room masakari holds counted as free: failover may
+    use it (a recovery releases it first), so judging failover on it must too."""
+
+    def __init__(self, placement: Inventories, records: Iterable[HeldRecord]) -> None:
+        self._placement = placement
+        self._records: dict[str, list[HeldRecord]] = {}
+        for record in records:
+            self._records.setdefault(record.host_name, []).append(record)
+
+    def host_capacity(self, name: str) -> HostCapacity | None:
+        records = self._records.get(name)
+        if not records:
+            return self._placement.host_capacity(name)
+        found = self._placement.inventory(name)
+        if found is None:
+            return None
+        back = {}
+        for record in records:
+            inv = found.inventories.get(record.resource_class)
+            if inv is not None:
+                back[record.resource_class] = ours(record, int(inv.get("reserved", 0)))
+        return found.capacity(back)
+
+
+def unheld(db: Database, placement: Capacities) -> Capacities:
+    """Placement's capacities with the room masakari holds ([capacity] hold_room) counted
+    as free; Placement itself while none is held (no extra read), or when it cannot tell
+    its inventories (a plain capacity source)."""
+    if not isinstance(placement, Inventories):
+        return placement
+    with db.reader() as session:
+        records = room_holds.rows(session)
+        for record in records:
+            session.expunge(record)
+    return Unheld(placement, records) if records else placement
 
 
 class UnknownCapacity(exception.NovaError):

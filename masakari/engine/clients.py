@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
 from masakari.compute.nova import NovaClient
-from masakari.compute.placement import HostCapacity, PlacementClient
+from masakari.compute.placement import HostCapacity, PlacementClient, ProviderInventory
 from masakari.engine.ports import Aggregate, InstanceAction, Server, ServerGroup, Service
 
 C = TypeVar("C")
@@ -106,3 +106,9 @@ class LazyPlacement(_Deferred[PlacementClient]):
 
     def host_capacity(self, name: str) -> HostCapacity | None:
         return self._client().host_capacity(name)
+
+    def inventory(self, name: str) -> ProviderInventory | None:
+        return self._client().inventory(name)
+
+    def set_reserved(self, found: ProviderInventory, resource_class: str, reserved: int) -> int:
+        return self._client().set_reserved(found, resource_class, reserved)

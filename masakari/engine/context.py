@@ -16,7 +16,7 @@ from masakari.engine.errors import Cancelled, PollTimeout
 from masakari.engine.fencing import HostFencing
 from masakari.engine.hostpoll import HostPoller
 from masakari.engine.lease import Lease
-from masakari.engine.ports import Clock, NovaReads
+from masakari.engine.ports import Clock, NovaReads, RoomRelease
 from masakari.engine.slots import EvacuationSlots
 
 __all__ = ["Cancelled", "Clock", "NovaReads", "PollTimeout", "RunContext"]
@@ -45,6 +45,8 @@ class RunContext:
     placement: Capacities = dataclasses.field(default_factory=NoPlacement)
     # The engine's host fencing ([fencing] config_file), None when not configured.
     fencing: HostFencing | None = None
+    # Gives held failover room back ([capacity] hold_room); None when Placement is read-only.
+    room: RoomRelease | None = None
     # The periodic retry of an attempt that ended in error (the claim took an error row).
     after_error: bool = False
 

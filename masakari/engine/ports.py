@@ -33,6 +33,13 @@ class NovaReads(Protocol):
     def list_server_groups(self) -> list[ServerGroup]: ...
 
 
+class RoomRelease(Protocol):
+    """Gives a segment's held failover room back for a host failure's recovery
+    (masakari.engine.room)."""
+
+    def release(self, segment_uuid: str, notification_uuid: str) -> int: ...
+
+
 class Nova(NovaReads, Protocol):
     """The part of ``masakari.compute.nova.NovaClient`` the engine uses."""
 

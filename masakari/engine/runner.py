@@ -26,7 +26,7 @@ from masakari.engine.fencing import HostFencing
 from masakari.engine.host_notices import HostNotices
 from masakari.engine.hostpoll import HostPoller
 from masakari.engine.lease import Lease, LeaseLost
-from masakari.engine.ports import Clock, Nova
+from masakari.engine.ports import Clock, Nova, RoomRelease
 from masakari.engine.recovery import dispatch
 from masakari.engine.recovery.flow import FlowTasks
 from masakari.engine.slots import EvacuationSlots
@@ -51,6 +51,7 @@ class Runner:
     slots: EvacuationSlots | None = None
     host_poller: HostPoller | None = None
     fencing: HostFencing | None = None
+    room: RoomRelease | None = None
 
     def process(self, item: Work, lease: Lease) -> str | None:
         """Recover a notification we hold a claim on; write the outcome. Returns the status."""
@@ -83,6 +84,7 @@ class Runner:
             host_poller=self.host_poller,
             placement=self.placement,
             fencing=self.fencing,
+            room=self.room,
             after_error=item.after_error,
         )
         started = self.clock.monotonic()

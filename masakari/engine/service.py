@@ -23,7 +23,7 @@ from masakari import coordination, exception, notifier
 from masakari.compute.nova import NovaClient
 from masakari.compute.placement import PlacementClient
 from masakari.db.database import Database
-from masakari.engine import kdump_sources, locks, periodic, tasks, tolerance, wakeup
+from masakari.engine import kdump_sources, locks, periodic, room, tasks, tolerance, wakeup
 from masakari.engine.capacity import Capacities
 from masakari.engine.clients import LazyPlacement
 from masakari.engine.fence_checks import FenceChecker
@@ -131,6 +131,13 @@ class EngineService:
             host_poller=self.host_poller,
             fencing=self.fencing,
         )
+        placement_used = self.runner.placement
+        self.room = (
+            room.Room(conf, db, nova, placement_used)
+            if isinstance(placement_used, room.PlacementWrites)
+            else None
+        )
+        self.runner.room = self.room
         self.intake = Intake(
             conf,
             db,
@@ -206,6 +213,18 @@ class EngineService:
                     leader_only=True,
                 )
             )
+        if self.room is not None:
+            # One engine: with hold_room off it only reads whether room is still held (to
+            # give it back), and never touches Placement once none is.
+            every.append(
+                periodic.Task(
+                    "hold_room",
+                    conf.capacity.hold_interval,
+                    self.hold_room,
+                    at_start=True,
+                    leader_only=True,
+                )
+            )
         if conf.periodic_enable:
             every += [
                 periodic.Task(
@@ -229,6 +248,12 @@ class EngineService:
                 ),
             ]
         return every + [task for addon in self.addons for task in addon.tasks()]
+
+    def hold_room(self) -> None:
+        """Every segment's failover room held, or given back ([capacity] hold_room)."""
+        assert self.room is not None
+        passes = self.room.hold_all()
+        capacity_metrics.room_held(passes)
 
     def failures_tolerated(self) -> None:
         """Every segment's failures tolerated, into the metrics ([capacity] check_interval)."""

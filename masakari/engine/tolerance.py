@@ -166,7 +166,8 @@ def of_segments(
     readiness doctor's findings (API 1.8, ``masakari-manage segment check``), never among
     them, so that the 1.5-1.7 bodies stay as they were."""
     now = utcnow()
-    return [compute(conf, nova, placement, seg, hosts, now) for seg, hosts in segments(db, wanted)]
+    view = capacity.unheld(db, placement)
+    return [compute(conf, nova, view, seg, hosts, now) for seg, hosts in segments(db, wanted)]
 
 
 def compute(
@@ -225,6 +226,44 @@ def compute(
         else "No host in service.",
         in_service=counted,
     )
+
+
+def room(
+    conf: cfg.ConfigOpts,
+    nova: NovaReads,
+    placement: Capacities,
+    seg: Segment | Row,
+    hosts: Sequence[Host] | Sequence[Row],
+    size: int,
+) -> dict[str, Resources]:
+    """The room each host must keep free so that any ``size`` of the segment's hosts can
+    fail at once (those judged, as :func:`compute` judges them): per host and resource class,
+    the most that one such failure places there by the engine's fit. Only hosts Nova's
+    scheduler may place new boots on (enabled and up) are listed: a disabled spare keeps its
+    room without help. A failure that leaves instances behind still has the room of those
+    that fit kept. Nova's and Placement's errors raise (NovaError)."""
+    found = _read(conf, nova, placement, seg, hosts)
+    ordered = _worst_first(found)
+    size = min(size, len(ordered))
+    if size <= 0:
+        return {}
+    if math.comb(len(ordered), size) <= EXACT_SETS:
+        tried: Any = itertools.combinations(ordered, size)
+    else:
+        tried = [tuple(ordered[:size])]
+    kept: dict[str, Resources] = {}
+    for failed in tried:
+        instances = [inst for name in failed for inst in found.moving[name]]
+        placed: dict[str, Resources] = {}
+        for inst, where in capacity.fit(instances, found.targets(failed)):
+            if where is not None and where in found.peers:
+                placed[where] = add(placed.get(where, {}), inst.resources)
+        # The most over every failure: whichever comes must find its room.
+        for name, need in placed.items():
+            have = kept.setdefault(name, {})
+            for rc, amount in need.items():
+                have[rc] = max(have.get(rc, 0), amount)
+    return kept
 
 
 def _read(

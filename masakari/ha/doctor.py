@@ -85,6 +85,7 @@ def check(
         segments = tolerance.segments(db, segment)
         if fence_checks is None:
             fence_checks = fence_doctor.recorded(db)
+        placement = capacity.unheld(db, placement)
     except exception.SegmentNotFound:
         raise
     except Exception as exc:  # the database is the one thing every check needs

@@ -12,7 +12,7 @@ from masakari.db import segments as segments_db
 from masakari.db.database import Database
 from masakari.db.models import Host
 from masakari.db.paging import Row
-from masakari.engine import plan
+from masakari.engine import capacity, plan
 from masakari.engine.capacity import Capacities
 from masakari.engine.ports import NovaReads
 
@@ -38,7 +38,7 @@ def for_host(
     return plan.build(
         conf,
         nova,
-        _Named(placement),
+        _Named(capacity.unheld(db, placement)),
         host=host.name,
         recovery_method=method,
         reserved_hosts=reserved,

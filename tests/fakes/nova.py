@@ -1816,7 +1816,7 @@ def _handler_for(sim: NovaSimulator) -> type[BaseHTTPRequestHandler]:
             elif url.path.startswith("/compute"):
                 self.nova(url.path[len("/compute") :], query, body)
             elif url.path.startswith(PLACEMENT_PREFIX):
-                self.placement(url.path[len(PLACEMENT_PREFIX) :], query)
+                self.placement(url.path[len(PLACEMENT_PREFIX) :], query, body)
             else:
                 self.send(404, {"error": {"code": 404, "message": "Not Found"}})
 
@@ -1881,14 +1881,14 @@ def _handler_for(sim: NovaSimulator) -> type[BaseHTTPRequestHandler]:
                 )
             return self.send(200, sim.token_body(subject_info), {"X-Subject-Token": subject})
 
-        def placement(self, path: str, query: list[tuple[str, str]]) -> None:
+        def placement(self, path: str, query: list[tuple[str, str]], body: Any) -> None:
             with sim.lock:
                 token = sim.tokens.get(self.headers.get("X-Auth-Token", ""))
                 if token is None:
                     return self.send(401, {"errors": [{"status": 401, "title": "Unauthorized"}]})
                 sim._tick()
                 status, out, headers = sim.placement.handle(
-                    self.command, path, query, self.headers.get("OpenStack-API-Version")
+                    self.command, path, query, self.headers.get("OpenStack-API-Version"), body
                 )
             self.send(status, out, headers)
 

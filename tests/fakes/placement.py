@@ -9,7 +9,10 @@ The HTTP side speaks the real API (placement-api-ref) for the reads masakari mak
 ``GET /``, ``/resource_providers[?name=|resources=]``, ``/resource_providers/{uuid}``,
 ``.../inventories``, ``.../usages``, ``/allocations/{consumer}`` and
 ``/allocation_candidates?resources=``; microversions come in the ``OpenStack-API-Version:
-placement X.Y`` header and are echoed back.
+placement X.Y`` header and are echoed back. The one write masakari makes, ``PUT
+.../inventories/{resource_class}`` (held failover room), is checked as Placement checks it:
+the provider's generation (409 ``placement.concurrent_update`` when it moved), every field
+not sent reset to its default, reserved at most total (1.26+), and a new generation.
 
 A hypervisor added without a size is practically unlimited, so that everything written
 before Placement existed here behaves as it did.
@@ -67,6 +70,9 @@ class Inventory:
     total: int
     reserved: int = 0
     allocation_ratio: float = 1.0
+    min_unit: int = 1
+    max_unit: int | None = None  # None: total
+    step_size: int = 1
 
     @property
     def capacity(self) -> int:
@@ -76,9 +82,9 @@ class Inventory:
         return {
             "total": self.total,
             "reserved": self.reserved,
-            "min_unit": 1,
-            "max_unit": self.total,
-            "step_size": 1,
+            "min_unit": self.min_unit,
+            "max_unit": self.total if self.max_unit is None else self.max_unit,
+            "step_size": self.step_size,
             "allocation_ratio": self.allocation_ratio,
         }
 
@@ -92,13 +98,20 @@ class Provider:
 
 
 class PlacementFault(Exception):
-    def __init__(self, status: int, detail: str) -> None:
+    def __init__(self, status: int, detail: str, code: str = "placement.undefined_code") -> None:
         super().__init__(detail)
         self.status = status
         self.detail = detail
+        self.code = code
 
 
-_TITLES = {400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed", 406: "Not Acceptable"}
+_TITLES = {
+    400: "Bad Request",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    406: "Not Acceptable",
+    409: "Conflict",
+}
 
 
 def provider_uuid(name: str) -> str:
@@ -185,7 +198,12 @@ class Placement:
     # --- HTTP ------------------------------------------------------------------------------
 
     def handle(
-        self, method: str, path: str, query: list[tuple[str, str]], header: str | None
+        self,
+        method: str,
+        path: str,
+        query: list[tuple[str, str]],
+        header: str | None,
+        body: Any = None,
     ) -> tuple[int, Any, dict[str, str]]:
         """One request: (status, body, headers); ``path`` without the /placement prefix."""
         version = MIN_VERSION
@@ -196,6 +214,8 @@ class Placement:
             headers["openstack-api-version"] = "placement {}.{}".format(*version)
             self.calls.append((method, path, "{}.{}".format(*version) if header else None))
             parts = [p for p in path.split("/") if p]
+            if method == "PUT" and len(parts) == 4 and parts[2] == "inventories":
+                return (*self._put_inventory(parts[1], parts[3], body, version), headers)
             if method != "GET":
                 raise PlacementFault(405, f"The method {method} is not allowed for this resource.")
             status, body = self._get(parts, dict(query), version)
@@ -262,6 +282,47 @@ class Placement:
                 raise PlacementFault(400, "'resources' is a required property")
             return 200, self._candidates(_resources(q["resources"]), q, version)
         raise PlacementFault(404, "The resource could not be found.")
+
+    def _put_inventory(
+        self, rp_uuid: str, rc: str, body: Any, version: tuple[int, int]
+    ) -> tuple[int, Any]:
+        rp = self.providers.get(rp_uuid)
+        if rp is None:
+            raise PlacementFault(404, f"No resource provider with uuid {rp_uuid} found")
+        if not isinstance(body, dict) or "total" not in body:
+            raise PlacementFault(400, "'total' is a required property")
+        if "resource_provider_generation" not in body:
+            raise PlacementFault(400, "'resource_provider_generation' is a required property")
+        if body["resource_provider_generation"] != rp.generation:
+            raise PlacementFault(
+                409,
+                "resource provider generation conflict",
+                code="placement.concurrent_update",
+            )
+        total, reserved = int(body["total"]), int(body.get("reserved", 0))
+        if reserved > total or (reserved == total and version < (1, 26)):
+            raise PlacementFault(
+                400,
+                f"Invalid inventory for '{rc}' on resource provider '{rp_uuid}'. The reserved "
+                "value is greater than total.",
+            )
+        rp.inventories[rc] = Inventory(
+            total,
+            reserved,
+            float(body.get("allocation_ratio", 1.0)),
+            int(body.get("min_unit", 1)),
+            int(body.get("max_unit", 2147483647)),
+            int(body.get("step_size", 1)),
+        )
+        rp.generation += 1
+        return 200, {"resource_provider_generation": rp.generation, **rp.inventories[rc].view()}
+
+    def set_reserved(self, name: str, rc: str, reserved: int) -> None:
+        """Another writer (nova-compute refreshing its inventory) sets a reserved amount."""
+        rp = self.by_name(name)
+        assert rp is not None
+        rp.inventories[rc].reserved = reserved
+        rp.generation += 1
 
     def _candidates(
         self, wanted: dict[str, int], q: dict[str, str], version: tuple[int, int]
@@ -350,7 +411,7 @@ def _error(fault: PlacementFault) -> dict[str, Any]:
                 "title": _TITLES.get(fault.status, "Error"),
                 "detail": fault.detail,
                 "request_id": "req-" + str(uuid.uuid4()),
-                "code": "placement.undefined_code",
+                "code": fault.code,
             }
         ]
     }

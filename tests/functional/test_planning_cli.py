@@ -285,3 +285,29 @@ def test_segment_check_says_an_unknown_k(sim, db, conf_file, capsys):
         "WARNING  failures tolerated [three]: k=unknown (target 1): Cannot compute: Placement "
         "has no resource provider named 't-2'"
     )
+
+
+def _reserved_vcpu(sim: NovaSimulator, host: str) -> int:
+    with sim.lock:
+        rp = sim.placement.by_name(host)
+        assert rp is not None
+        return rp.inventories["VCPU"].reserved
+
+
+def test_segment_hold_room_and_release_room(sim, db, conf_file, capsys):
+    _three(sim, db)
+    hold = ("[capacity]", "hold_room = true", "segment_failures_to_tolerate = three:1")
+    code, _, err = run(capsys, conf_file(), "segment", "hold-room")
+    assert code != 0 and "hold_room is off" in err
+    code, out, _ = run(capsys, conf_file(*hold), "segment", "hold-room", "three")
+    assert code == 0, out
+    # t-1's 4 VCPU go to t-2, t-2's and t-3's to t-1 (memory and disk unlimited: not shown
+    # in full here).
+    assert out.startswith("three: held: t-1 DISK_GB 80, MEMORY_MB 8192, VCPU 4; t-2 "), out
+    assert [_reserved_vcpu(sim, h) for h in ("t-1", "t-2", "t-3")] == [4, 4, 0]
+    code, out, _ = run(capsys, conf_file(*hold), "segment", "check", "three")
+    assert "INFO     room held [three]: t-1 DISK_GB 80, MEMORY_MB 8192, VCPU 4" in out
+    assert _tolerated(out).startswith("OK       failures tolerated [three]: k=1 (target 1)")
+    code, out, _ = run(capsys, conf_file(), "segment", "release-room")
+    assert (code, out) == (0, "three: off\n")
+    assert [_reserved_vcpu(sim, h) for h in ("t-1", "t-2", "t-3")] == [0, 0, 0]

@@ -99,6 +99,8 @@ PROJECT_ONLY = {
     ("capacity", "failures_to_tolerate"): ("integer value", 0, 0),
     ("capacity", "segment_failures_to_tolerate"): ("dict value", {}, None),
     ("capacity", "check_interval"): ("integer value", 0, 0),
+    ("capacity", "hold_room"): ("boolean value", False, None),
+    ("capacity", "hold_interval"): ("integer value", 60, 5),
 }
 
 # Defaults that depend on the machine; config-options.json holds the

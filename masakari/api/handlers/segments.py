@@ -5,7 +5,7 @@ from __future__ import annotations
 from masakari.api import handlers, microversion, notify, views
 from masakari.api.request import ApiRequest, Reply, created, no_content, ok
 from masakari.api.schemas import segments as schemas
-from masakari.engine import tolerance
+from masakari.engine import room, tolerance
 from masakari.ha import doctor
 from masakari.ha import segments as segments_api
 from masakari.policies import segments as policies
@@ -92,5 +92,8 @@ def readiness(req: ApiRequest) -> Reply:
         (found,) = tolerance.of_segments(
             state.conf, state.db, state.nova, state.placement, segment_uuid
         )
-        body["failures_tolerated"] = found.view()
+        tolerated = found.view()
+        if req.at_least("1.9"):
+            tolerated["held"] = room.shown(state.db, segment_uuid)
+        body["failures_tolerated"] = tolerated
     return ok({"readiness": body})

@@ -190,6 +190,9 @@ def handle(
             return status
     host = run.effects.hosts.put_host_on_maintenance(host_uuid, unreserve_spare=True)
     LOG.info("Set host %s on maintenance.", host.name)
+    if run.room is not None:
+        # Before anything else: the evacuations must find the room that was kept for them.
+        run.room.release(host.failover_segment_id, run.notification_uuid)
     reserved_hosts = (
         []
         if host.recovery_method == RecoveryMethod.AUTO

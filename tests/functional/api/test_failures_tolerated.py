@@ -1,5 +1,6 @@
 """GET /v1/segments/{id}/readiness at 1.8: failures_tolerated, computed on what the Nova
-simulator and its Placement hold; at 1.7 the body is the 1.5 one, byte for byte."""
+simulator and its Placement hold; at 1.7 the body is the 1.5 one, byte for byte; at 1.9 it
+adds the room held in Placement."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from masakari.compute.placement import PlacementClient
+from masakari.engine import room, tolerance
 from tests.fakes.placement import Flavor
 from tests.support.deployment import Deployment, host_body, segment_body
 
@@ -17,8 +20,8 @@ LARGE = Flavor("m1.large", vcpus=4, ram=8192, disk=80)
 @pytest.fixture(scope="module")
 def dep() -> Iterator[Deployment]:
     options = {
-        "DEFAULT": {"api_max_microversion": "1.8"},
-        "capacity": {"segment_failures_to_tolerate": "three:1"},
+        "DEFAULT": {"api_max_microversion": "1.9"},
+        "capacity": {"segment_failures_to_tolerate": "three:1,kept:1"},
     }
     with Deployment(options) as d:
         yield d
@@ -93,3 +96,23 @@ def test_at_1_7_the_readiness_is_unchanged(dep):
     assert {k: v for k, v in at_1_8.items() if k != "failures_tolerated"} == at_1_7.json[
         "readiness"
     ]
+
+
+def test_at_1_9_the_room_held_is_shown_and_counted_as_free(dep):
+    seg = _segment(dep, "kept", "auto", {"k-1": {}, "k-2": {}, "k-3": {}})
+    for host in ("k-1", "k-2", "k-3"):
+        dep.sim.add_server(host=host, flavor=LARGE)
+    path = f"/v1/segments/{seg}/readiness"
+    empty = dep.request("GET", path, version="1.9").json["readiness"]["failures_tolerated"]
+    assert empty["held"] == {"hosts": {}, "released_for": None}
+    nova = dep.sim.client()
+    segments = [s for s in tolerance.segments(dep.db) if s[0].uuid == seg]
+    ((row, hosts),) = segments
+    held = room.Room(dep.conf, dep.db, nova, PlacementClient(nova.session)).hold(row, hosts)
+    assert set(held.held) == {"k-1", "k-2"}
+    found = dep.request("GET", path, version="1.9").json["readiness"]["failures_tolerated"]
+    assert found["held"]["hosts"]["k-1"]["VCPU"] == 4 and found["held"]["released_for"] is None
+    # The held room is free for failover: one failure is still tolerated.
+    assert (found["k"], found["below_target"]) == (1, False)
+    at_1_8 = dep.request("GET", path, version="1.8").json["readiness"]["failures_tolerated"]
+    assert "held" not in at_1_8 and at_1_8["k"] == 1
