@@ -35,6 +35,8 @@ VERSIONS = {
     "NotificationApiPayload": "1.0",
     "ExceptionPayload": "1.0",
     "FailoverSegment": "1.1",
+    # The project's own (quarantine.start/end): no reference object has this name.
+    "QuarantinePayload": "1.0",
 }
 
 Payload = dict[str, Any]
@@ -76,6 +78,25 @@ def segment_fields(row: Any) -> dict[str, Any]:
         "recovery_method": row.recovery_method,
         "enabled": bool(row.enabled) if row.enabled is not None else True,
     }
+
+
+def quarantine_payload(row: Any) -> Payload:
+    """A quarantine (masakari_quarantines row) at its start or end."""
+    return versioned(
+        "QuarantinePayload",
+        {
+            "id": row.uuid,
+            "host_name": row.host_name,
+            "host_uuid": row.host_uuid,
+            "segment_uuid": row.segment_uuid,
+            "source": row.source,
+            "reason": row.reason,
+            "status": row.status,
+            "detail": row.detail,
+            "started_at": iso_time(row.started_at),
+            "ended_at": iso_time(row.ended_at),
+        },
+    )
 
 
 def segment_payload(values: Mapping[str, Any], fault: Payload | None = None) -> Payload:

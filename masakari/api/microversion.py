@@ -25,6 +25,7 @@ VERSIONS: tuple[tuple[str, str], ...] = (
     ("1.7", "notification show adds evidence: the signals a host failure was judged on"),
     ("1.8", "segment readiness adds failures_tolerated: the host failures it absorbs at once"),
     ("1.9", "fire drills; failures_tolerated adds held: the failover room kept in Placement"),
+    ("1.10", "quarantine: a degraded host disabled and emptied by live migration"),
 )
 
 # The newest version served unless [DEFAULT]/api_max_microversion raises it: what the

@@ -26,6 +26,7 @@ from sqlalchemy import exc as sa_exc
 
 from masakari import conf as masakari_conf
 from masakari import exception, terminal, timeline
+from masakari.cmd import manage_quarantine
 from masakari.conf import paths, recommended
 from masakari.db import detector_shadow, engines, migration, purge
 from masakari.db.database import Database
@@ -396,6 +397,7 @@ def _add_planning_parsers(subparsers: Any) -> None:
         "unblocklist", help="lift storage fencing's Ceph blocklist of HOST (its ceph entries)"
     )
     lift.add_argument("host_name", metavar="HOST", help="the host's name")
+    manage_quarantine.add_host_parser(actions)
     segment = subparsers.add_parser("segment", help="segments: readiness checks")
     actions = segment.add_subparsers(dest="action")
     actions.required = True
@@ -532,7 +534,12 @@ COMMANDS: dict[str, dict[str, Callable[[cfg.ConfigOpts], None]]] = {
         "cancel": notification_cancel,
         "show": notification_show,
     },
-    "host": {"plan": host_plan, "unblocklist": host_unblocklist},
+    "host": {
+        "plan": host_plan,
+        "unblocklist": host_unblocklist,
+        "quarantine": manage_quarantine.host_quarantine,
+    },
+    "quarantine": manage_quarantine.COMMANDS,
     "segment": {
         "check": segment_check,
         "hold-room": segment_hold_room,
@@ -568,6 +575,7 @@ def _add_parsers(subparsers: Any) -> None:  # argparse's _SubParsersAction is pr
     show.add_argument("--html", metavar="FILE", help="also write the timeline as an HTML page")
 
     _add_planning_parsers(subparsers)
+    manage_quarantine.add_parsers(subparsers)
     config = subparsers.add_parser("config", help="masakari.conf")
     actions = config.add_subparsers(dest="action")
     actions.required = True
@@ -628,6 +636,9 @@ def _run(conf: cfg.ConfigOpts, command: Callable[[cfg.ConfigOpts], None]) -> int
     except CommandError as exc:
         print(exc, file=sys.stderr)
         return exc.code
+    except manage_quarantine.QuarantineCommandError as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_FAILED
     except cfg.ConfigFileValueError as exc:
         # oslo.config converts a value when it is first read: the message names the option.
         print(f"masakari-manage: {exc}", file=sys.stderr)

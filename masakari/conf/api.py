@@ -58,7 +58,7 @@ request.
     cfg.StrOpt(
         "api_max_microversion",
         default="1.3",
-        choices=("1.3", "1.4", "1.5", "1.6", "1.7", "1.8", "1.9"),
+        choices=("1.3", "1.4", "1.5", "1.6", "1.7", "1.8", "1.9", "1.10"),
         help=paragraphs(
             """
 (masakari rewrite only) Newest API microversion masakari-api serves, and
@@ -76,7 +76,9 @@ failure was judged on ([detection], [verdict]). ``1.8`` adds
 at once with every evacuated instance still placed ([capacity]). ``1.9`` adds
 fire drills (POST/GET /v1/segments/{segment_id}/drills) and ``held`` to
 ``failures_tolerated``: the failover room kept out of reach of new boots in
-Placement ([capacity] hold_room).
+Placement ([capacity] hold_room). ``1.10`` adds quarantine (POST
+.../hosts/{host_id}/quarantine, GET /v1/quarantines and their action;
+[quarantine]).
 """
         ),
     ),

@@ -45,10 +45,11 @@ TEXT = """\
 # The newest API microversion: held notifications and their release/cancel action (1.4),
 # recovery plans and segment readiness (1.5), host fencing's evidence in notification show
 # (1.6), a host failure's evidence (1.7), a segment's failures tolerated in its readiness
-# (1.8), fire drills and the failover room held in Placement (1.9). Clients at 1.0-1.3
+# (1.8), fire drills and the failover room held in Placement (1.9), quarantine (1.10).
+# Clients at 1.0-1.3
 # (openstacksdk, python-masakariclient, masakari-monitors) see exactly the reference's API;
 # only a client asking for "latest" or 1.4+ sees the new fields.
-api_max_microversion = 1.9
+api_max_microversion = 1.10
 # One Nova list per failed host and second instead of one GET per evacuating instance: the
 # same answers, far fewer requests while a rack evacuates. Needs nothing.
 evacuation_batched_polling = true

@@ -473,3 +473,61 @@ class RoomHoldSegment(Base):
     version: Mapped[int] = mapped_column(Integer, nullable=False)
     released_for: Mapped[str | None] = mapped_column(String(36))
     released_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
+
+
+class Quarantine(Base):
+    """A degraded host taken out of service before it fails: disabled in Nova, on
+    maintenance in masakari, its instances live-migrated away (migration d1f3a5c7e9b2; the
+    project's own table, ``[quarantine]``).
+
+    ``status``: ``requested`` (waiting for an engine), ``held`` (a gate stopped it: an
+    operator starts or cancels it), ``running``, then ``done`` (every instance that could
+    move moved), ``partial`` (some left, ``masakari_quarantine_moves`` says why), ``failed``,
+    ``cancelled``, ``superseded`` (the host failed meanwhile: its recovery took over) or
+    ``released`` (returned to service by an operator). ``owner`` and ``lease_until``: the
+    engine running it, and until when its claim holds without a renewal.
+    """
+
+    __tablename__ = "masakari_quarantines"
+    __table_args__ = (Index("quarantines_host_idx", "host_uuid", "status"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    uuid: Mapped[str] = mapped_column(String(36), nullable=False, unique=True)
+    host_uuid: Mapped[str] = mapped_column(String(36), nullable=False)
+    host_name: Mapped[str] = mapped_column(String(255), nullable=False)
+    segment_uuid: Mapped[str] = mapped_column(String(36), nullable=False)
+    source: Mapped[str] = mapped_column(String(16), nullable=False)
+    reason: Mapped[str] = mapped_column(Text, nullable=False)
+    # The signal that asked for it (an alert's fingerprint, a Redfish system), for its end.
+    signal: Mapped[str | None] = mapped_column(String(255))
+    status: Mapped[str] = mapped_column(String(16), nullable=False)
+    hold_reason: Mapped[str | None] = mapped_column(Text)
+    detail: Mapped[str | None] = mapped_column(Text)
+    owner: Mapped[str | None] = mapped_column(String(255))
+    lease_until: Mapped[datetime.datetime | None] = mapped_column(DateTime)
+    signal_ended_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
+    created_at: Mapped[datetime.datetime] = mapped_column(DateTime, nullable=False)
+    updated_at: Mapped[datetime.datetime] = mapped_column(DateTime, nullable=False)
+    started_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
+    ended_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
+
+
+class QuarantineMove(Base):
+    """One instance of a quarantined host: ``pending``, ``migrating`` (sent, at
+    ``sent_at``), ``moved`` (to ``target``), ``failed`` (Nova's migration ended in error) or
+    ``left`` (not moved, ``detail`` says why)."""
+
+    __tablename__ = "masakari_quarantine_moves"
+    __table_args__ = (
+        UniqueConstraint("quarantine_uuid", "server_id", name="uniq_quarantine_move"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    quarantine_uuid: Mapped[str] = mapped_column(String(36), nullable=False)
+    server_id: Mapped[str] = mapped_column(String(36), nullable=False)
+    server_name: Mapped[str] = mapped_column(String(255), nullable=False)
+    status: Mapped[str] = mapped_column(String(16), nullable=False)
+    target: Mapped[str | None] = mapped_column(String(255))
+    detail: Mapped[str | None] = mapped_column(Text)
+    sent_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
+    ended_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)

@@ -34,6 +34,7 @@ from masakari.engine.intake import Intake
 from masakari.engine.kdump_sources import KdumpSources
 from masakari.engine.outage import Outage
 from masakari.engine.ports import Clock, Nova
+from masakari.engine.quarantine import QuarantineRunner
 from masakari.engine.recovery.flow import FlowTasks
 from masakari.engine.runner import Runner
 from masakari.engine.slots import EvacuationSlots
@@ -138,6 +139,11 @@ class EngineService:
             else None
         )
         self.runner.room = self.room
+        self.quarantines = (
+            QuarantineRunner(conf, db, nova, self.clock, self.owner, self.runner.notifier)
+            if conf.quarantine.enabled
+            else None
+        )
         self.intake = Intake(
             conf,
             db,
@@ -212,6 +218,11 @@ class EngineService:
                     at_start=True,
                     leader_only=True,
                 )
+            )
+        if self.quarantines is not None:
+            # Every engine: each quarantine is claimed by one of them.
+            every.append(
+                periodic.Task("quarantines", conf.quarantine.poll_interval, self.quarantines.poll)
             )
         if self.room is not None:
             # One engine: with hold_room off it only reads whether room is still held (to
@@ -296,6 +307,8 @@ class EngineService:
         """Stop taking work, cancel the recoveries, release what did not finish."""
         LOG.info("masakari-engine %s stopping", self.owner)
         self._stopping.set()
+        if self.quarantines is not None:
+            self.quarantines.stopping.set()
         self.intake.wake()
         if self._listener is not None:
             self._listener.stop()

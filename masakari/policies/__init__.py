@@ -9,13 +9,14 @@ from masakari.policies import (
     extension_info,
     hosts,
     notifications,
+    quarantines,
     segments,
     versions,
     vmoves,
 )
 
 # Order of the sample policy file, as in the reference's.
-_MODULES = (base, extension_info, hosts, notifications, segments, versions, vmoves)
+_MODULES = (base, extension_info, hosts, notifications, segments, versions, vmoves, quarantines)
 
 
 def list_rules() -> list[policy.RuleDefault]:

@@ -45,6 +45,8 @@ PROJECT_TABLES = (
     "masakari_detector_shadow_reports",
     "masakari_room_holds",
     "masakari_room_hold_segments",
+    "masakari_quarantines",
+    "masakari_quarantine_moves",
 )
 # CREATE INDEX statements (SQLite, PostgreSQL) and the KEY lines of MySQL's CREATE TABLE.
 _INDEX_STATEMENT = re.compile(r"^CREATE INDEX (\w+) ON (?:public\.)?(\w+) ")

@@ -87,6 +87,7 @@ def _openapi_form(path: str) -> str:
                 "vmoves": "{vmove_id}",
                 "extensions": "{alias}",
                 "versions": "{version_id}",
+                "quarantines": "{quarantine_id}",
             }[owner]
         out.append(part)
     return "/v1/" + "/".join(out)

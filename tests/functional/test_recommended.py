@@ -66,7 +66,7 @@ def test_merge_keeps_the_operators_values(tmp_path) -> None:
     assert conf.debug is True
     assert conf.guards.hold_unknown_host_reports is False  # the operator's, kept
     assert conf.guards.segment_max_failed_hosts_percent == 50
-    assert conf.api_max_microversion == "1.9"
+    assert conf.api_max_microversion == "1.10"
     assert recommended.merge(str(path)) == []  # a second merge adds nothing
 
 
@@ -108,7 +108,7 @@ def test_api_and_engine_start_with_it(tmp_path) -> None:
             except requests.ConnectionError:
                 assert time.monotonic() < deadline and proc.poll() is None
                 time.sleep(0.5)
-        assert root["versions"][0]["version"] == "1.9"  # the newest microversion served
+        assert root["versions"][0]["version"] == "1.10"  # the newest microversion served
         assert "masakari_database_up 1.0" in engine.text
         held = requests.get(
             f"http://127.0.0.1:{port}/v1/notifications?status=held",

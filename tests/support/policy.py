@@ -6,7 +6,7 @@ from __future__ import annotations
 from importlib import metadata
 from typing import Any
 
-from masakari.policies import hosts, notifications, segments
+from masakari.policies import hosts, notifications, quarantines, segments
 
 MEMBER = {"user_id": "u-member", "project_id": "p-member", "roles": ["member", "reader"]}
 
@@ -24,4 +24,10 @@ PROJECT_ONLY = {
     notifications.EVIDENCE,
     hosts.RECOVERY_PLAN,
     segments.READINESS,
+    quarantines.CREATE,
+    quarantines.INDEX,
+    quarantines.DETAIL,
+    quarantines.START,
+    quarantines.CANCEL,
+    quarantines.RELEASE,
 }

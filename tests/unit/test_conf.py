@@ -101,6 +101,14 @@ PROJECT_ONLY = {
     ("capacity", "check_interval"): ("integer value", 0, 0),
     ("capacity", "hold_room"): ("boolean value", False, None),
     ("capacity", "hold_interval"): ("integer value", 60, 5),
+    ("quarantine", "enabled"): ("boolean value", False, None),
+    ("quarantine", "max_hosts_per_segment"): ("integer value", 1, 1),
+    ("quarantine", "max_percent"): ("integer value", 50, 1),
+    ("quarantine", "max_concurrent_migrations"): ("integer value", 2, 1),
+    ("quarantine", "migration_timeout"): ("integer value", 900, 10),
+    ("quarantine", "block_migration"): ("string value", "auto", None),
+    ("quarantine", "disable_reason"): ("string value", "masakari quarantine", None),
+    ("quarantine", "poll_interval"): ("integer value", 5, 1),
 }
 
 # Defaults that depend on the machine; config-options.json holds the

@@ -40,7 +40,7 @@ class LatestAPIFixture(APIFixture):
     def start_fixture(self) -> None:
         _current["deployment"] = Deployment(
             {
-                "DEFAULT": {"api_max_microversion": "1.9"},
+                "DEFAULT": {"api_max_microversion": "1.10"},
                 "guards": {"hold_unknown_host_reports": "true"},
             }
         )

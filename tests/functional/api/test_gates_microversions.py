@@ -20,9 +20,9 @@ import pytest
 from masakari.api import microversion
 from tests.support.deployment import Deployment, host_body, segment_body
 
-CONFIGURED = ("1.3", "1.4", "1.5", "1.6", "1.7", "1.8", "1.9")
+CONFIGURED = ("1.3", "1.4", "1.5", "1.6", "1.7", "1.8", "1.9", "1.10")
 # None: no header (1.0).
-REQUESTED = (None, "1.0", "1.3", "1.4", "1.5", "1.6", "1.7", "1.8", "1.9", "latest")
+REQUESTED = (None, "1.0", "1.3", "1.4", "1.5", "1.6", "1.7", "1.8", "1.9", "1.10", "latest")
 UNKNOWN = "00000000-0000-4000-8000-000000000000"
 
 

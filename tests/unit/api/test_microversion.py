@@ -13,7 +13,7 @@ def test_versions_are_ascending_and_cover_min_to_max() -> None:
     parsed = [microversion.parse_string(v) for v, _ in microversion.VERSIONS]
     assert parsed == sorted(parsed) and len(set(parsed)) == len(parsed)
     assert parsed[0] == microversion.MIN_VERSION == (1, 0)
-    assert parsed[-1] == microversion.MAX_VERSION == (1, 9)
+    assert parsed[-1] == microversion.MAX_VERSION == (1, 10)
     assert microversion.REFERENCE_MAX == "1.3"
 
 
