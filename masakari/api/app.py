@@ -17,7 +17,7 @@ from oslo_config import cfg
 from oslo_middleware import cors, healthcheck, http_proxy_to_wsgi, request_id, sizelimit
 from oslo_middleware import opts as middleware_opts
 
-from masakari.api import auth, dbcheck, faults, metrics, pasteload, router
+from masakari.api import alertmanager, auth, dbcheck, faults, metrics, pasteload, router
 from masakari.api.handlers.versions import VersionsApp
 from masakari.api.state import AppState, make_state
 from masakari.api.urlmap import URLMap
@@ -46,6 +46,8 @@ V1_PIPELINES = {
     ),
     "noauth2": ("cors", "http_proxy_to_wsgi", "request_id", "faultwrap", "sizelimit", "noauth2"),
 }
+# Alertmanager's webhook: its own credentials (masakari.api.alertmanager), a size limit.
+ALERTMANAGER_PIPELINE = ("http_proxy_to_wsgi", "request_id", "sizelimit")
 # GET / is served without authentication nor size limit.
 ROOT_PIPELINE = ("faultwrap", "http_proxy_to_wsgi")
 
@@ -70,6 +72,10 @@ def build(
     }
     if conf.metrics.enabled:
         mounts["/metrics"] = metrics_app(state)
+    if alertmanager.enabled(conf):
+        mounts[alertmanager.PATH] = _wrap(
+            alertmanager.AlertmanagerApp(state), ALERTMANAGER_PIPELINE, state
+        )
     return URLMap(mounts)
 
 

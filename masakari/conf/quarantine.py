@@ -115,5 +115,49 @@ ran out), and between two looks at a migration in flight.
 ]
 
 
+ALERT_OPTS: list[cfg.Opt] = [
+    cfg.StrOpt(
+        "alertmanager_username",
+        help=paragraphs(
+            """
+(masakari rewrite only) With alertmanager_password: the HTTP basic
+credentials Alertmanager's webhook_config http_config sends (basic_auth).
+masakari-api serves POST /alertmanager only when these, or
+alertmanager_bearer_token, are set and quarantine is enabled; Keystone tokens
+are not asked there (Alertmanager cannot get one).
+"""
+        ),
+    ),
+    cfg.StrOpt(
+        "alertmanager_password",
+        secret=True,
+        help="(masakari rewrite only) See alertmanager_username.",
+    ),
+    cfg.StrOpt(
+        "alertmanager_bearer_token",
+        secret=True,
+        help=paragraphs(
+            """
+(masakari rewrite only) The bearer token Alertmanager's http_config sends
+(authorization: credentials); accepted besides the basic credentials.
+"""
+        ),
+    ),
+    cfg.ListOpt(
+        "alert_host_labels",
+        default=["host", "hostname", "nodename", "instance"],
+        help=paragraphs(
+            """
+(masakari rewrite only) The alert labels that name the host, tried in this
+order: the first one present is the host, without a ``:port`` (the
+``instance`` label of an exporter), and matched to masakari's host names
+exactly, then by its first DNS label (``compute-1.example.org`` matches
+``compute-1``). An alert naming no known host is answered ``ignored``.
+"""
+        ),
+    ),
+]
+
+
 def list_opts() -> list[tuple[str | cfg.OptGroup, list[cfg.Opt]]]:
-    return [(GROUP, OPTS)]
+    return [(GROUP, OPTS + ALERT_OPTS)]

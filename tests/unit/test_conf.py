@@ -109,6 +109,14 @@ PROJECT_ONLY = {
     ("quarantine", "block_migration"): ("string value", "auto", None),
     ("quarantine", "disable_reason"): ("string value", "masakari quarantine", None),
     ("quarantine", "poll_interval"): ("integer value", 5, 1),
+    ("quarantine", "alertmanager_username"): ("string value", None, None),
+    ("quarantine", "alertmanager_password"): ("string value", None, None),
+    ("quarantine", "alertmanager_bearer_token"): ("string value", None, None),
+    ("quarantine", "alert_host_labels"): (
+        "list value",
+        ["host", "hostname", "nodename", "instance"],
+        None,
+    ),
 }
 
 # Defaults that depend on the machine; config-options.json holds the
