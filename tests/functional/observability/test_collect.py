@@ -94,7 +94,7 @@ def test_dashboard_and_alert_rules_use_only_metrics_that_exist(tmp_path) -> None
     from pathlib import Path
 
     from masakari import metrics
-    from masakari.metrics import capacity, collect, detection, kdump
+    from masakari.metrics import capacity, collect, detection, kdump, quarantine
 
     repo = Path(__file__).resolve().parents[3]
     db = migrated_sqlite(tmp_path)
@@ -103,6 +103,7 @@ def test_dashboard_and_alert_rules_use_only_metrics_that_exist(tmp_path) -> None
     detection.instruments()
     kdump.instruments()
     capacity.instruments()
+    quarantine.instruments()
     exposed = collect.exposition(collect.scrape_registry(lambda: db)).decode()
     db.dispose()
     families = set(re.findall(r"^# TYPE (\w+) ", exposed, re.MULTILINE))
@@ -111,8 +112,9 @@ def test_dashboard_and_alert_rules_use_only_metrics_that_exist(tmp_path) -> None
         known |= {name + suffix for suffix in ("_total", "_bucket", "_count", "_sum")}
     for path in ("etc/grafana/masakari-dashboard.json", "docs/operations.md"):
         used = set(re.findall(r"\bmasakari_[a-z_]+", (repo / path).read_text()))
-        # Table names, the healthcheck backend and the payload keys of versioned
-        # notifications are not metrics.
+        # Table names, the healthcheck backend, the payload keys of versioned notifications
+        # and the alert labels quarantine reads are not metrics.
         used -= set(Base.metadata.tables) | {"masakari_database"}
+        used -= {"masakari_signal", "masakari_quarantine"}
         used = {u for u in used if not u.startswith("masakari_object")}
         assert used - known == set(), path
