@@ -18,6 +18,7 @@ What is retried, and how often, is :mod:`masakari.compute.retry`'s (docs/nova.md
 
 from __future__ import annotations
 
+import datetime
 import logging
 import re
 from collections.abc import Sequence
@@ -37,6 +38,7 @@ from masakari.compute import retry, transport
 from masakari.compute.servers import (
     Aggregate,
     InstanceAction,
+    Migration,
     Server,
     ServerGroup,
     Service,
@@ -49,6 +51,8 @@ LOG = logging.getLogger(__name__)
 NOVA_API_VERSION = "2.53"
 
 Query = Sequence[tuple[str, str]]
+# Sorts a migration without a creation time (none seen) last.
+_EPOCH = datetime.datetime(1970, 1, 1)
 
 # novaclient's class and default message per status (novaclient/exceptions.py); any other
 # status is a plain ClientException with "Unknown Error".
@@ -408,6 +412,31 @@ class NovaClient:
         """Without ``host`` Nova's scheduler picks the destination."""
         LOG.info("Evacuate instance %s to %s", server_id, host or "a host Nova chooses")
         self._action(server_id, {"evacuate": {"host": host} if host else {}})
+
+    def live_migrate(
+        self, server_id: str, host: str | None = None, block_migration: bool | str = "auto"
+    ) -> None:
+        """os-migrateLive, without ``host`` to a host Nova's scheduler picks; with one, the
+        scheduler still checks it (no ``force``). Nova answers 202 once it recorded the
+        request; the scheduler's and the computes' refusals come later, as a migration in
+        ``error`` (:meth:`list_migrations`). Not repeatable: after an ambiguous failure the
+        caller reads the migrations to learn whether Nova took it (masakari.compute.retry)."""
+        LOG.info("Live-migrate instance %s to %s", server_id, host or "a host Nova chooses")
+        self._action(
+            server_id, {"os-migrateLive": {"host": host, "block_migration": block_migration}}
+        )
+
+    def list_migrations(
+        self, server_id: str, migration_type: str | None = "live-migration"
+    ) -> list[Migration]:
+        """GET /os-migrations?instance_uuid=...&migration_type=..., newest first (Nova lists
+        them in its database's order below 2.59); ``migration_type`` None: every kind."""
+        query: list[tuple[str, str]] = [("instance_uuid", server_id)]
+        if migration_type is not None:
+            query.append(("migration_type", migration_type))
+        body = self._call("GET", "/os-migrations", query=query)
+        found = [Migration.of(m) for m in body.get("migrations") or []]
+        return sorted(found, key=lambda m: (m.created_at or _EPOCH, m.id), reverse=True)
 
     # --- aggregates -------------------------------------------------------------------------
 

@@ -43,11 +43,13 @@ BALANCER_STATUSES = (502, 503, 504)
 
 # Server actions Nova carries out the same way however often they are asked: locking a
 # locked server, unlocking an unlocked one, setting a state it has. os-stop, os-start and
-# evacuate are refused (409) or worse when repeated; add_host answers 409 for a host that
-# is already a member. A service update (PUT /os-services/{id}) sets fields to given values,
-# but one that timed out usually did so waiting for Nova's RPC to a dead compute (up to
-# Nova's rpc_response_timeout) after saving them: sent again, it waits as long again; the
-# engine reads the service instead (masakari.engine.nova_effects).
+# evacuate are refused (409) or worse when repeated; os-migrateLive is refused (409, the
+# server's task is migrating) while the first runs, and would move the server again after
+# it; add_host answers 409 for a host that is already a member. A service update
+# (PUT /os-services/{id}) sets fields to given values, but one that timed out usually did
+# so waiting for Nova's RPC to a dead compute (up to Nova's rpc_response_timeout) after
+# saving them: sent again, it waits as long again; the engine reads the service instead
+# (masakari.engine.nova_effects).
 REPEATABLE_ACTIONS = frozenset({"lock", "unlock", "os-resetState"})
 
 # Backoff: the n-th wait is drawn between half and all of FIRST_DELAY * 2**(n-1), at most

@@ -1,5 +1,5 @@
-"""Nova's servers, compute services, aggregates and server groups as masakari reads them:
-the ``OS-EXT-*`` keys live here."""
+"""Nova's servers, compute services, aggregates, server groups and migrations as masakari reads
+them: the ``OS-EXT-*`` keys live here."""
 
 from __future__ import annotations
 
@@ -103,6 +103,70 @@ class InstanceAction:
             start_time,
             str(message) if message else None,
         )
+
+
+# Nova's migration statuses (nova/objects/migration.py, nova/compute/manager.py) by outcome. A
+# live migration goes accepted, queued, preparing, running, post-migrating, completed; a
+# failed one ends error (a conductor pre-check or the scheduler's NoValidHost, a compute's
+# rollback) or failed, one aborted while queued cancelled. An evacuation ends done, a cold
+# migration or resize finished (the server on its destination, awaiting confirmation), then
+# confirmed, or reverted (back where it was: it did not move).
+MIGRATION_SUCCEEDED = frozenset({"completed", "done", "finished", "confirmed"})
+MIGRATION_FAILED = frozenset({"error", "failed", "cancelled", "reverted"})
+
+SUCCEEDED = "succeeded"
+FAILED = "failed"
+IN_PROGRESS = "in-progress"
+
+
+@dataclasses.dataclass(frozen=True)
+class Migration:
+    """A move of a server as Nova records it: ``GET /os-migrations`` (``instance_uuid``,
+    ``migration_type`` from 2.23, ``uuid`` from 2.59) or ``GET /servers/{id}/migrations``
+    (``server_uuid``, live migrations in progress only, no ``migration_type``)."""
+
+    id: int
+    uuid: str | None
+    status: str
+    migration_type: str  # live-migration, migration, evacuation, resize
+    source_compute: str | None
+    dest_compute: str | None  # None while the scheduler has not picked one
+    instance_uuid: str
+    created_at: datetime.datetime | None  # naive UTC
+    updated_at: datetime.datetime | None
+
+    @classmethod
+    def of(cls, migration: Mapping[str, Any]) -> Migration:
+        server = migration.get("instance_uuid") or migration.get("server_uuid")
+        # The server's own list shows live migrations only, and does not say so.
+        kind = migration.get("migration_type") or (
+            "live-migration" if "server_uuid" in migration else ""
+        )
+        return cls(
+            id=int(migration["id"]),
+            uuid=str(migration["uuid"]) if migration.get("uuid") else None,
+            status=str(migration.get("status") or ""),
+            migration_type=str(kind),
+            source_compute=migration.get("source_compute") or None,
+            dest_compute=migration.get("dest_compute") or None,
+            instance_uuid=str(server or ""),
+            created_at=_time(migration.get("created_at")),
+            updated_at=_time(migration.get("updated_at")),
+        )
+
+    @property
+    def outcome(self) -> str:
+        """SUCCEEDED (the server is on its destination), FAILED (it stayed where it was) or
+        IN_PROGRESS (any other status, an unknown one included: not over until Nova says)."""
+        if self.status in MIGRATION_SUCCEEDED:
+            return SUCCEEDED
+        if self.status in MIGRATION_FAILED:
+            return FAILED
+        return IN_PROGRESS
+
+    @property
+    def finished(self) -> bool:
+        return self.outcome != IN_PROGRESS
 
 
 @dataclasses.dataclass(frozen=True)

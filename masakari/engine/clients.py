@@ -17,7 +17,14 @@ from typing import Any, Generic, TypeVar
 
 from masakari.compute.nova import NovaClient
 from masakari.compute.placement import HostCapacity, PlacementClient, ProviderInventory
-from masakari.engine.ports import Aggregate, InstanceAction, Server, ServerGroup, Service
+from masakari.engine.ports import (
+    Aggregate,
+    InstanceAction,
+    Migration,
+    Server,
+    ServerGroup,
+    Service,
+)
 
 C = TypeVar("C")
 
@@ -60,6 +67,11 @@ class LazyNova:
     def list_instance_actions(self, server_id: str) -> list[InstanceAction]:
         return self._client().list_instance_actions(server_id)
 
+    def list_migrations(
+        self, server_id: str, migration_type: str | None = "live-migration"
+    ) -> list[Migration]:
+        return self._client().list_migrations(server_id, migration_type)
+
     def list_aggregates(self) -> list[Aggregate]:
         return self._client().list_aggregates()
 
@@ -92,6 +104,11 @@ class LazyNova:
 
     def evacuate(self, server_id: str, host: str | None = None) -> None:
         self._client().evacuate(server_id, host)
+
+    def live_migrate(
+        self, server_id: str, host: str | None = None, block_migration: bool | str = "auto"
+    ) -> None:
+        self._client().live_migrate(server_id, host, block_migration)
 
     def add_host_to_aggregate(self, aggregate_id: Any, host: str) -> None:
         self._client().add_host_to_aggregate(aggregate_id, host)

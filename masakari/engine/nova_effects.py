@@ -24,7 +24,15 @@ from masakari.compute.transport import send_guard
 from masakari.db import instances, vmoves
 from masakari.db import statuses as st
 from masakari.engine.lease import Lease
-from masakari.engine.ports import Aggregate, InstanceAction, NovaReads, Server, ServerGroup, Service
+from masakari.engine.ports import (
+    Aggregate,
+    InstanceAction,
+    Migration,
+    NovaReads,
+    Server,
+    ServerGroup,
+    Service,
+)
 from masakari.engine.seam import Seam
 
 T = TypeVar("T")
@@ -62,6 +70,11 @@ class LeasedReads:
 
     def list_instance_actions(self, server_id: str) -> list[InstanceAction]:
         return guarded(self._lease, lambda: self._nova.list_instance_actions(server_id))
+
+    def list_migrations(
+        self, server_id: str, migration_type: str | None = "live-migration"
+    ) -> list[Migration]:
+        return guarded(self._lease, lambda: self._nova.list_migrations(server_id, migration_type))
 
     def list_aggregates(self) -> list[Aggregate]:
         return guarded(self._lease, lambda: self._nova.list_aggregates())

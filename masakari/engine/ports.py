@@ -7,13 +7,21 @@ import threading
 import time
 from typing import Any, Protocol
 
-from masakari.compute.servers import Aggregate, InstanceAction, Server, ServerGroup, Service
+from masakari.compute.servers import (
+    Aggregate,
+    InstanceAction,
+    Migration,
+    Server,
+    ServerGroup,
+    Service,
+)
 from masakari.engine.errors import Cancelled
 
 __all__ = [
     "Aggregate",
     "Clock",
     "InstanceAction",
+    "Migration",
     "Nova",
     "NovaReads",
     "Server",
@@ -29,6 +37,9 @@ class NovaReads(Protocol):
     def list_servers_on_host(self, host: str) -> list[Server]: ...
     def get_server(self, server_id: str) -> Server: ...
     def list_instance_actions(self, server_id: str) -> list[InstanceAction]: ...
+    def list_migrations(
+        self, server_id: str, migration_type: str | None = "live-migration"
+    ) -> list[Migration]: ...
     def list_aggregates(self) -> list[Aggregate]: ...
     def list_server_groups(self) -> list[ServerGroup]: ...
 
@@ -52,6 +63,9 @@ class Nova(NovaReads, Protocol):
     def stop_server(self, server_id: str) -> Any: ...
     def start_server(self, server_id: str) -> Any: ...
     def evacuate(self, server_id: str, host: str | None = None) -> Any: ...
+    def live_migrate(
+        self, server_id: str, host: str | None = None, block_migration: bool | str = "auto"
+    ) -> Any: ...
     def add_host_to_aggregate(self, aggregate_id: Any, host: str) -> Any: ...
 
 

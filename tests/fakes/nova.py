@@ -39,7 +39,7 @@ import sys
 import threading
 import uuid
 import zlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import parse_qsl, urlencode, urlsplit
@@ -482,6 +482,7 @@ class NovaSimulator:
         max_connections: int | None = None,
         report_interval: float = 0.0,
         rpc_response_timeout: float = 0.0,
+        live_migration_delay: Delay = 0.0,
     ) -> None:
         self.clock = EpochClock(clock or Clock())
         # Nova's [DEFAULT] rpc_response_timeout (60 s in a real Nova): how long its API waits
@@ -549,6 +550,12 @@ class NovaSimulator:
         }
         self._issued = 0
         self.set_evacuate_delay(evacuate_delay, seed)
+        # Live migrations (tests/fakes/nova_migrations.py): every migration record (its
+        # /os-migrations), the live migrations under way, and the failures injected per server.
+        self.migrations: list[nova_migrations.MigrationRecord] = []
+        self.live_migrations: list[nova_migrations.LiveMigration] = []
+        self.live_migration_failures: dict[str, str] = {}
+        self.set_live_migration_delay(live_migration_delay, seed)
         self._stopping = threading.Event()
         self._httpd: ThreadingHTTPServer | None = None
         # Not started, the simulator answers in process at a host name of its own.
@@ -827,6 +834,34 @@ class NovaSimulator:
         with self.lock:
             self._delay = delay if isinstance(delay, tuple) else (float(delay), float(delay))
             self._rng = random.Random(seed)
+
+    def set_live_migration_delay(self, delay: Delay, seed: int = 0) -> None:
+        """Seconds (of the simulator's clock) a scheduled live migration takes, from the
+        conductor's acceptance to completed: fixed or a uniform (min, max) seeded with
+        ``seed``. A fifth of it the migration is ``accepted`` (scheduling), then ``preparing``
+        (its destination set) until half, then ``running``. 0: over within the request."""
+        with self.lock:
+            self._lm_delay = delay if isinstance(delay, tuple) else (float(delay), float(delay))
+            self._lm_rng = random.Random(seed)
+
+    def live_migration_time(self) -> float:
+        """The next live migration's duration (lock held)."""
+        return self._lm_rng.uniform(*self._lm_delay)
+
+    def fail_live_migrations(self, server_ids: Iterable[str], status: str = "error") -> None:
+        """The live migrations of these servers, once scheduled, fail on the computes, the
+        server rolled back ACTIVE on its source with its allocation: ``error`` when the
+        destination's pre_live_migration fails (halfway; ``compute_pre_live_migration`` and
+        ``compute_live_migration`` events in Error), ``failed`` when the hypervisor's job fails
+        at the end (no event in Error). ``status=None`` lifts it."""
+        if status is not None and status not in nova_migrations.FAILURES:
+            raise ValueError(f"a live migration fails with one of {nova_migrations.FAILURES}")
+        with self.lock:
+            for sid in server_ids:
+                if status is None:
+                    self.live_migration_failures.pop(sid, None)
+                else:
+                    self.live_migration_failures[sid] = status
 
     def power_off(self, host: str) -> None:
         """The host stops heartbeating; Nova notices after service_down_time."""
@@ -1125,6 +1160,7 @@ class NovaSimulator:
         their ends, starting queued ones as Nova slots free up (lock held). Runs on every
         request: the times are the exact ones whenever it runs."""
         now = self.clock.now()
+        nova_migrations.advance(self, now)
         self._move_hosts(now)
         done: set[int] = set()
         while True:
@@ -1750,6 +1786,14 @@ ACTIONS: dict[str, Callable[[NovaSimulator, Request, Server, Any], tuple[int, An
     "os-start": start,
     "evacuate": evacuate,
 }
+
+
+# Live migrations and the migration records: a module of their own, imported last since it
+# builds on the model above (it imports this module).
+from tests.fakes import nova_migrations  # noqa: E402
+
+ROUTES += nova_migrations.ROUTES
+ACTIONS.update(nova_migrations.ACTIONS)
 
 
 # --- HTTP ---------------------------------------------------------------------------------
