@@ -1,0 +1,185 @@
+"""Quarantines run by the engine against the Nova simulator: the host disabled with its
+reason (never forced down), on maintenance, its instances live-migrated a few at a time,
+those that cannot move left with the reason, a failed migration, a cancel, a host failure
+meanwhile, an engine killed and taken over, and the release. Asserted on what the simulator
+(Nova) holds and on the database."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from masakari.db import quarantines as q
+from masakari.db.database import Database
+from masakari.db.models import Quarantine, QuarantineMove
+from masakari.ha import quarantines
+from tests.fakes.nova import NovaSimulator
+from tests.fakes.placement import Flavor
+from tests.support.engine import (
+    HOST_DOWN,
+    add_host,
+    add_segment,
+    host_row,
+    make_conf,
+    notify,
+    wait_for,
+)
+
+SMALL = Flavor("m1.small", vcpus=1, ram=512, disk=1)
+ON = {"quarantine.enabled": True, "quarantine.poll_interval": 1}
+
+
+def _cloud(sim: NovaSimulator, db: Database, servers: int = 3) -> tuple[str, dict[str, str]]:
+    seg = add_segment(db, "auto", name="q")
+    found: dict[str, str] = {}
+    for name in ("q-1", "q-2", "q-3"):
+        sim.add_service(name, vcpus=16)
+        found[name] = add_host(db, seg, name)
+    for n in range(servers):
+        found[f"vm-{n}"] = sim.add_server(
+            host="q-1", name=f"vm-{n}", flavor=SMALL, metadata={"HA_Enabled": "True"}
+        )
+    return seg, found
+
+
+def _get(db: Database, uuid: str) -> tuple[Quarantine, list[QuarantineMove]]:
+    return quarantines.get(db, uuid)
+
+
+def _ended(db: Database, uuid: str, timeout: float = 30) -> Quarantine:
+    def ended() -> Quarantine | None:
+        row, _ = _get(db, uuid)
+        return row if row.status not in (q.REQUESTED, q.RUNNING) else None
+
+    return wait_for(ended, timeout, f"quarantine {uuid} ended")
+
+
+def _request(conf: Any, db: Database, host: str) -> Quarantine:
+    row, new = quarantines.request(conf, db, host, quarantines.OPERATOR, "ECC storm")
+    assert new
+    return row
+
+
+def test_the_host_is_disabled_and_emptied_by_live_migration(sim, db, engine_factory):
+    _, ids = _cloud(sim, db)
+    conf = make_conf(sim, **ON, **{"quarantine.max_concurrent_migrations": 2})
+    sim.set_live_migration_delay(1.0)
+    row = _request(conf, db, "q-1")
+    engine_factory(conf)
+    done = _ended(db, row.uuid)
+    assert done.status == q.DONE, done.detail
+    service = sim.service("q-1")
+    assert (service["status"], service["forced_down"]) == ("disabled", False)
+    assert service["disabled_reason"] == "masakari quarantine: ECC storm"
+    assert host_row(db, ids["q-1"]).on_maintenance
+    _, moves = _get(db, row.uuid)
+    assert {m.status for m in moves} == {q.MOVED}
+    for n in range(3):
+        server = sim.server(ids[f"vm-{n}"])
+        assert server["OS-EXT-SRV-ATTR:host"] in ("q-2", "q-3")
+        assert server["status"] == "ACTIVE"
+        assert sim.actions(ids[f"vm-{n}"]) == ["os-migrateLive"]
+    # Never more than two in flight: the third was sent after one of the first two ended.
+    sent = sorted(m.sent_at for m in moves)
+    first_end = min(m.ended_at for m in moves)
+    assert sent[2] >= first_end
+    # Released: enabled again, off maintenance.
+    released = quarantines.release(conf, db, sim.client(), row.uuid)
+    assert released.status == q.RELEASED
+    assert sim.service("q-1")["status"] == "enabled"
+    assert not host_row(db, ids["q-1"]).on_maintenance
+
+
+def test_what_cannot_move_is_left_and_a_failed_migration_said(sim, db, engine_factory):
+    _, ids = _cloud(sim, db)
+    stopped = sim.add_server(
+        host="q-1",
+        name="stopped",
+        flavor=SMALL,
+        vm_state="stopped",
+        metadata={"HA_Enabled": "True"},
+    )
+    plain = sim.add_server(host="q-1", name="plain", flavor=SMALL)  # not HA-enabled
+    sim.fail_live_migrations([ids["vm-1"]])
+    # The host-failure rules choose what moves: HA-enabled instances only here.
+    conf = make_conf(sim, **ON, **{"host_failure.evacuate_all_instances": False})
+    row = _request(conf, db, "q-1")
+    engine_factory(conf)
+    done = _ended(db, row.uuid)
+    assert done.status == q.PARTIAL
+    _, moves = _get(db, row.uuid)
+    by_id = {m.server_id: m for m in moves}
+    assert by_id[stopped].status == q.LEFT
+    assert by_id[stopped].detail == "a live migration needs it ACTIVE or PAUSED; it is SHUTOFF"
+    assert (by_id[plain].status, by_id[plain].detail) == (
+        q.LEFT,
+        "not HA-enabled (evacuate_all_instances is false)",
+    )
+    assert by_id[ids["vm-1"]].status == q.MOVE_FAILED
+    assert "ended error" in (by_id[ids["vm-1"]].detail or "")
+    assert sim.server(ids["vm-1"])["OS-EXT-SRV-ATTR:host"] == "q-1"  # still running there
+    assert sim.server(stopped)["OS-EXT-SRV-ATTR:host"] == "q-1"
+    assert {by_id[ids["vm-0"]].status, by_id[ids["vm-2"]].status} == {q.MOVED}
+    assert done.detail == "Some instances stay on the host (2 moved, 1 failed, 2 left)."
+
+
+def test_a_host_failure_meanwhile_supersedes_it(sim, db, engine_factory):
+    _, ids = _cloud(sim, db, servers=4)
+    sim.set_live_migration_delay(3.0)
+    conf = make_conf(sim, **ON, **{"quarantine.max_concurrent_migrations": 1})
+    row = _request(conf, db, "q-1")
+    engine_factory(conf, start=False).quarantines.poll()
+
+    def migrating() -> bool:
+        return any(m.status == q.MIGRATING for m in _get(db, row.uuid)[1])
+
+    wait_for(migrating, 10, "a migration in flight")
+    nid = notify(db, ids["q-1"], "COMPUTE_HOST", HOST_DOWN)
+    done = _ended(db, row.uuid)
+    assert done.status == q.SUPERSEDED
+    assert nid in (done.detail or "")
+    _, moves = _get(db, row.uuid)
+    left = [m for m in moves if m.status == q.LEFT]
+    assert len(left) == 3 and all(nid in (m.detail or "") for m in left)
+    # Sent once each: the one in flight, nothing after the failure.
+    sent = [s for s in ids if s.startswith("vm-") and sim.actions(ids[s])]
+    assert len(sent) == 1
+
+
+def test_an_engine_that_dies_is_taken_over_without_sending_again(sim, db, engine_factory):
+    _, ids = _cloud(sim, db, servers=2)
+    sim.set_live_migration_delay(2.0)
+    conf = make_conf(sim, **ON, **{"quarantine.max_concurrent_migrations": 2})
+    row = _request(conf, db, "q-1")
+    first = engine_factory(conf, start=False)
+    first.quarantines.poll()
+    wait_for(
+        lambda: (
+            all(m.status == q.MIGRATING for m in _get(db, row.uuid)[1])
+            and len(_get(db, row.uuid)[1]) == 2
+        ),
+        10,
+        "both sent",
+    )
+    first.quarantines.stopping.set()  # as dead: it looks no more, its claim runs out
+    second = engine_factory(conf)
+    done = _ended(db, row.uuid, timeout=40)
+    assert done.status == q.DONE and done.owner is None
+    assert second.owner != first.owner
+    for n in range(2):
+        assert sim.actions(ids[f"vm-{n}"]) == ["os-migrateLive"]  # sent once
+
+
+def test_cancel_sends_no_more(sim, db, engine_factory):
+    _, ids = _cloud(sim, db, servers=3)
+    sim.set_live_migration_delay(3.0)
+    conf = make_conf(sim, **ON, **{"quarantine.max_concurrent_migrations": 1})
+    row = _request(conf, db, "q-1")
+    engine_factory(conf)
+    wait_for(lambda: _get(db, row.uuid)[0].status == q.RUNNING, 10, "running")
+    wait_for(lambda: any(m.status == q.MIGRATING for m in _get(db, row.uuid)[1]), 10, "one sent")
+    quarantines.cancel(db, row.uuid)
+    done = _ended(db, row.uuid)
+    assert done.status == q.CANCELLED
+    sent = [n for n in range(3) if sim.actions(ids[f"vm-{n}"])]
+    assert len(sent) == 1
+    assert sim.service("q-1")["status"] == "disabled"  # until released
