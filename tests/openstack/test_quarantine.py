@@ -1,0 +1,79 @@
+"""Quarantine against the real Nova 34 (its fake driver live-migrates): the degraded host
+disabled with the reason and never forced down, its running servers live-migrated away
+(Nova's migrations completed, one live-migration action each), a stopped one left, and the
+host back in service at the release. Asserted on Nova's records and masakari's API."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from tests.openstack import records
+from tests.support.openstack.cloud import Cloud, wait_for
+from tests.support.openstack.masakari import Masakari
+
+HOST = "compute-1"
+HOSTS = ["compute-1", "compute-2", "compute-3"]
+V110 = {"OpenStack-API-Version": "instance-ha 1.10"}
+
+
+def _quarantine(deployment: Masakari, uuid: str) -> dict[str, Any]:
+    answer = deployment.api.get(f"/quarantines/{uuid}", headers=V110)
+    assert answer.status_code == 200, answer.text
+    return dict(answer.json()["quarantine"])
+
+
+def test_a_quarantined_host_is_emptied_by_live_migration(
+    cloud: Cloud, masakari: Callable[..., Masakari]
+) -> None:
+    running = cloud.wait_active([cloud.boot(f"vm-{n}", HOST, wait=False) for n in range(3)])
+    stopped = cloud.boot("vm-stopped", HOST)
+    cloud.nova.post(f"/servers/{stopped}/action", json={"os-stop": None})
+    cloud.wait_server(stopped, lambda s: s["status"] == "SHUTOFF", 60)
+    deployment = masakari(
+        {
+            "DEFAULT": {"api_max_microversion": "1.10"},
+            "quarantine": {"enabled": True, "poll_interval": 1, "max_concurrent_migrations": 2},
+        }
+    )
+    segment = deployment.segment("quarantined", HOSTS)
+    host = records.masakari_host(deployment, segment, HOST)["uuid"]
+    asked = deployment.api.post(
+        f"/segments/{segment}/hosts/{host}/quarantine",
+        json={"quarantine": {"reason": "EdacCorrectableErrorsHigh"}},
+        headers=V110,
+    )
+    assert asked.status_code == 202, asked.text
+    uuid = asked.json()["quarantine"]["id"]
+    done = wait_for(
+        "quarantine ended",
+        lambda: (
+            (q := _quarantine(deployment, uuid))["status"] not in ("requested", "running") and q
+        ),
+        180,
+    )
+    assert done["status"] == "partial", done
+    instances = {i["instance_id"]: i for i in done["instances"]}
+    assert instances[stopped]["status"] == "left"
+    service = cloud.services()[HOST]
+    assert service["status"] == "disabled" and service["forced_down"] is False
+    assert service["disabled_reason"] == "masakari quarantine: EdacCorrectableErrorsHigh"
+    for server in running:
+        found = cloud.server(server)
+        assert records.host_of(found) != HOST and found["status"] == "ACTIVE", server
+        assert instances[server]["status"] == "moved"
+        assert instances[server]["target"] == records.host_of(found)
+        assert records.action_names(cloud, server).count("live-migration") == 1
+        migrations = cloud.nova.get(
+            f"/os-migrations?instance_uuid={server}&migration_type=live-migration"
+        ).json()["migrations"]
+        assert [m["status"] for m in migrations] == ["completed"], migrations
+    assert records.host_of(cloud.server(stopped)) == HOST
+    assert "live-migration" not in records.action_names(cloud, stopped)
+
+    released = deployment.api.post(
+        f"/quarantines/{uuid}/action", json={"release": None}, headers=V110
+    )
+    assert released.status_code == 200 and released.json()["quarantine"]["status"] == "released"
+    assert cloud.services()[HOST]["status"] == "enabled"
+    assert records.masakari_host(deployment, segment, HOST)["on_maintenance"] is False
