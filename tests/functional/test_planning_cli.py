@@ -311,3 +311,38 @@ def test_segment_hold_room_and_release_room(sim, db, conf_file, capsys):
     code, out, _ = run(capsys, conf_file(), "segment", "release-room")
     assert (code, out) == (0, "three: off\n")
     assert [_reserved_vcpu(sim, h) for h in ("t-1", "t-2", "t-3")] == [0, 0, 0]
+
+
+def test_quarantine_commands(sim, db, conf_file, capsys):
+    _three(sim, db)
+    on = ("[quarantine]", "enabled = true")
+
+    def said(*argv: str) -> tuple[int, str, str]:
+        """The command's own lines: the request's WARNING log line is the operator's too."""
+        code, out, err = run(capsys, *argv)
+        own = [line for line in out.splitlines(keepends=True) if " WARNING " not in line]
+        return code, "".join(own), err
+
+    code, _, err = run(capsys, conf_file(), "host", "quarantine", "t-1", "--reason", "fans")
+    assert (code, err.strip()) == (1, "Quarantine is off ([quarantine] enabled = false).")
+    code, out, _ = said(conf_file(*on), "host", "quarantine", "t-1", "--reason", "fans")
+    assert code == 0
+    uuid = out.split("quarantine ")[1].split()[0]
+    assert out == f"Host t-1: requested: quarantine {uuid} is requested\n"
+    # The segment's limit (one host at a time by default): the next one is held.
+    code, out, _ = said(conf_file(*on), "host", "quarantine", "t-2", "--reason", "psu")
+    assert "is held" in out and out.splitlines()[1].startswith("Held: 1 of the segment's 3")
+    held = out.split("quarantine ")[1].split()[0]
+    code, out, _ = run(capsys, conf_file(*on), "quarantine", "list")
+    assert [line.split()[1:3] for line in out.splitlines()] == [
+        ["t-2", "held"],
+        ["t-1", "requested"],
+    ]
+    code, out, _ = run(capsys, conf_file(*on), "quarantine", "cancel", held)
+    assert out == f"Quarantine {held} of host t-2: withdrawn\n"
+    code, out, _ = run(capsys, conf_file(*on), "quarantine", "show", uuid)
+    assert out.startswith(f"id: {uuid}\nhost: t-1\nstatus: requested\nsource: operator\n")
+    code, _, err = run(capsys, conf_file(*on), "quarantine", "release", uuid)
+    assert (code, err.strip()) == (1, f"Quarantine {uuid} is requested: it cannot be released.")
+    code, _, err = run(capsys, conf_file(*on), "host", "quarantine", "nope", "--reason", "x")
+    assert code == 1 and "nope" in err
