@@ -60,6 +60,32 @@ def recovering(session: orm.Session, host_uuid: str) -> str | None:
     )
 
 
+def failed_since(
+    session: orm.Session, host_uuid: str, since: datetime.datetime | None
+) -> str | None:
+    """A host failure of the host reported since then (its notification), whatever became
+    of it: one that was recovered between two looks is seen too."""
+    query = sa.select(Notification.notification_uuid).where(
+        Notification.source_host_uuid == host_uuid,
+        Notification.type == "COMPUTE_HOST",
+        Notification.status != "ignored",
+        Notification.deleted == 0,
+    )
+    if since is not None:
+        query = query.where(Notification.created_at >= since)
+    return session.scalar(query.order_by(Notification.id).limit(1))
+
+
+def started_of_host(session: orm.Session, host_uuid: str) -> bool:
+    """The host has a quarantine that took it out of service and is not released."""
+    found = session.scalar(
+        sa.select(Quarantine.id)
+        .where(Quarantine.host_uuid == host_uuid, Quarantine.status.in_((RUNNING, *ENDED)))
+        .limit(1)
+    )
+    return found is not None
+
+
 def open_of_host(session: orm.Session, host_uuid: str) -> Quarantine | None:
     return session.scalar(
         sa.select(Quarantine).where(Quarantine.host_uuid == host_uuid, Quarantine.status.in_(OPEN))

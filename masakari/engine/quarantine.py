@@ -212,7 +212,10 @@ class QuarantineRunner:
         with self.db.writer() as session:
             renewed = q.renew(session, row.uuid, self.owner, now + self.lease)
             current = q.get(session, row.uuid)
-            failure = q.recovering(session, row.host_uuid)
+            started = current.started_at if current is not None else None
+            failure = q.recovering(session, row.host_uuid) or q.failed_since(
+                session, row.host_uuid, started
+            )
         if current is not None and current.status == q.CANCELLED:
             self._leave_pending(row, "cancelled by an operator")
             raise Stop(q.CANCELLED, "Cancelled: no more migrations sent.")
@@ -247,10 +250,6 @@ class QuarantineRunner:
     def _follow(self, row: Quarantine, move: QuarantineMove) -> None:
         server = self.nova.get_server(move.server_id)
         sent = move.sent_at or self.clock.now()
-        if server.host and server.host != row.host_name and not server.task_state:
-            self._set(row, move, status=q.MOVED, target=server.host, ended_at=self.clock.now())
-            quarantine_metrics.migration("moved", (self.clock.now() - sent).total_seconds())
-            return
         if server.task_state:
             return
         made = [
@@ -258,6 +257,20 @@ class QuarantineRunner:
             for m in self.nova.list_migrations(move.server_id)
             if m.created_at is None or m.created_at >= sent - CLOCK_SKEW
         ]
+        if server.host and server.host != row.host_name:
+            if any(m.status == "completed" for m in made):
+                self._set(row, move, status=q.MOVED, target=server.host, ended_at=self.clock.now())
+                quarantine_metrics.migration("moved", (self.clock.now() - sent).total_seconds())
+            else:
+                # Moved, not by this live migration: the host failure's evacuation.
+                self._set(
+                    row,
+                    move,
+                    status=q.LEFT,
+                    detail=f"moved to {server.host} by another (an evacuation)",
+                    ended_at=self.clock.now(),
+                )
+            return
         ended = [m for m in made if m.status in ("error", "failed", "cancelled")]
         if ended:
             self._set(

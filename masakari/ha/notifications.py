@@ -17,6 +17,7 @@ from masakari.db import evidence as evidence_db
 from masakari.db import failures, fencing, guards, holds, mass_failure, progress
 from masakari.db import hosts as hosts_db
 from masakari.db import notifications as notifications_db
+from masakari.db import quarantines as quarantines_db
 from masakari.db.database import Database, RetryPolicy, transaction
 from masakari.db.models import Notification
 from masakari.db.paging import Row
@@ -195,7 +196,7 @@ def _record(
     host = hosts_db.get_by_name_for_update(session, data["hostname"])
     for key in rules.guard_keys(report, host.uuid, host.failover_segment_id):
         guards.hold(session, key)
-    if rules.refused_on_maintenance(report, bool(host.on_maintenance)):
+    if rules.refused_on_maintenance(report, _maintained(session, report, host)):
         raise exception.HostOnMaintenance(
             message=MAINTENANCE_MESSAGE % {"host": data["hostname"], "type": data["type"]}
         )
@@ -265,6 +266,15 @@ def _supersede_unknown(session: Any, host_uuid: str, notification_uuid: str) -> 
         holds.cancel(session, held, holds.SUPERSEDED_MESSAGE % notification_uuid)
 
 
+def _maintained(session: orm.Session, report: Report, host: Any) -> bool:
+    """On maintenance for this report. A host a quarantine took out of service is on
+    maintenance, but its failure is still one to recover: the instances the quarantine has
+    not moved yet are evacuated (docs/operations.md, Quarantine)."""
+    if not host.on_maintenance:
+        return False
+    return not (report.is_failure and quarantines_db.started_of_host(session, host.uuid))
+
+
 def refused_unseen(db: Database, data: Mapping[str, Any], rules: Rules) -> bool:
     """Whether the report will be refused before the reference would notify about it: its
     host unknown or on maintenance, or a duplicate (read without a lock or guard; ``record``
@@ -275,7 +285,7 @@ def refused_unseen(db: Database, data: Mapping[str, Any], rules: Rules) -> bool:
         except exception.HostNotFoundByName:
             return True
         report = Report.of(data["type"], data["payload"])
-        if rules.refused_on_maintenance(report, bool(host.on_maintenance)):
+        if rules.refused_on_maintenance(report, _maintained(session, report, host)):
             return True
         since = rules.duplicates_since(to_utc(data["generated_time"]))
         same = rules.same_report(report, data["payload"])

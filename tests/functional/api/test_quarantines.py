@@ -120,3 +120,41 @@ def test_off_by_default():
         assert r.json["conflictingRequest"]["message"] == (
             "Quarantine is off ([quarantine] enabled = false)."
         )
+
+
+def _report(host: str, kind: str = "COMPUTE_HOST") -> dict[str, Any]:
+    payload = (
+        {"event": "STOPPED", "host_status": "NORMAL", "cluster_status": "OFFLINE"}
+        if kind == "COMPUTE_HOST"
+        else {"event": "STOPPED", "process_name": "nova-compute"}
+    )
+    return {
+        "notification": {
+            "type": kind,
+            "hostname": host,
+            "generated_time": "2026-12-06T10:00:00",
+            "payload": payload,
+        }
+    }
+
+
+def test_a_quarantined_host_on_maintenance_still_reports_its_failure(dep):
+    """Its instances not moved yet must be evacuated: the maintenance rule, which ignores a
+    host on maintenance, does not hide the failure of a host a quarantine took out."""
+    seg, hosts = _segment(dep, "maintained", ["m-1", "m-2", "m-3"])
+    for name in ("m-1", "m-2"):
+        r = dep.request(
+            "PUT", f"/v1/segments/{seg}/hosts/{hosts[name]}", {"host": {"on_maintenance": True}}
+        )
+        assert r.status_int == 200, r.text
+    row = _quarantine(dep, seg, hosts["m-1"]).json["quarantine"]
+    with dep.db.writer() as session:
+        assert q.set_status(session, row["id"], q.RUNNING, (q.REQUESTED,))
+    process = dep.request("POST", "/v1/notifications", _report("m-1", "PROCESS"))
+    assert process.status_int == 409  # only a host failure is let through
+    failure = dep.request("POST", "/v1/notifications", _report("m-1"))
+    assert failure.status_int == 202, failure.text
+    # An operator's maintenance (no quarantine) keeps the reference's rule.
+    other = dep.request("POST", "/v1/notifications", _report("m-2"))
+    assert other.status_int == 409
+    assert "already under maintenance" in other.json["conflictingRequest"]["message"]

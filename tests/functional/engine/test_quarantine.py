@@ -22,6 +22,7 @@ from tests.support.engine import (
     make_conf,
     notify,
     wait_for,
+    wait_status,
 )
 
 SMALL = Flavor("m1.small", vcpus=1, ram=512, disk=1)
@@ -183,3 +184,39 @@ def test_cancel_sends_no_more(sim, db, engine_factory):
     sent = [n for n in range(3) if sim.actions(ids[f"vm-{n}"])]
     assert len(sent) == 1
     assert sim.service("q-1")["status"] == "disabled"  # until released
+
+
+def test_a_host_that_fails_mid_quarantine_is_recovered_with_nothing_moved_twice(
+    sim, db, engine_factory
+):
+    """The failure report goes through (the quarantine's maintenance does not hide it), the
+    quarantine stops, and the host failure's recovery evacuates what it had not moved."""
+    _, ids = _cloud(sim, db, servers=4)
+    sim.set_live_migration_delay(1.5)
+    conf = make_conf(sim, **ON, **{"quarantine.max_concurrent_migrations": 1})
+    row = _request(conf, db, "q-1")
+    engine_factory(conf)
+
+    def moved_one() -> bool:
+        return any(m.status == q.MOVED for m in _get(db, row.uuid)[1])
+
+    wait_for(moved_one, 15, "one instance moved")
+    sim.power_off("q-1")
+    sim.stale("q-1", 120)
+    nid = notify(db, ids["q-1"], "COMPUTE_HOST", HOST_DOWN)
+    assert _ended(db, row.uuid).status == q.SUPERSEDED
+    assert wait_status(db, nid, timeout=60) == "finished"
+    nova = sim.client()
+    _, moves = _get(db, row.uuid)
+    said = {m.server_id: m for m in moves}
+    for n in range(4):
+        server_id = ids[f"vm-{n}"]
+        server = sim.server(server_id)
+        assert server["OS-EXT-SRV-ATTR:host"] in ("q-2", "q-3"), (n, server)
+        # Moved once: by a live migration that completed, or by the evacuation (a live
+        # migration the host's death cut short moved nothing), never both.
+        migrated = [m for m in nova.list_migrations(server_id) if m.status == "completed"]
+        evacuated = "evacuate" in sim.actions(server_id)
+        assert len(migrated) + evacuated == 1, (n, migrated, sim.actions(server_id))
+        # And the quarantine says which: moved by it, or left to the recovery.
+        assert (said[server_id].status == q.MOVED) == bool(migrated), said[server_id].detail
