@@ -1604,11 +1604,21 @@ def reset_state(sim: NovaSimulator, req: Request, srv: Server, arg: Any) -> tupl
     return 202, None
 
 
+def _check_state(srv: Server, action: str, vm_states: tuple[str, ...]) -> None:
+    """nova/compute/api.py check_instance_state: the vm_state, then a task in progress; the
+    409 names the one that failed (nova/api/openstack/common.py)."""
+    for attr, state, allowed in (
+        ("vm_state", srv.vm_state, vm_states),
+        ("task_state", srv.task_state, (None,)),
+    ):
+        if state not in allowed:
+            raise NovaFault(
+                409, f"Cannot '{action}' instance {srv.id} while it is in {attr} {state}"
+            )
+
+
 def stop(sim: NovaSimulator, req: Request, srv: Server, arg: Any) -> tuple[int, Any]:
-    if srv.vm_state not in ("active", "error") or srv.task_state:
-        raise NovaFault(
-            409, f"Cannot 'stop' instance {srv.id} while it is in vm_state {srv.vm_state}"
-        )
+    _check_state(srv, "stop", ("active", "error"))
     recorded = _record(sim, req, srv, "stop")
     if not _ignored(sim, srv, "os-stop"):
         srv.vm_state, srv.power_state, srv.task_state = "stopped", 4, None
@@ -1617,10 +1627,7 @@ def stop(sim: NovaSimulator, req: Request, srv: Server, arg: Any) -> tuple[int, 
 
 
 def start(sim: NovaSimulator, req: Request, srv: Server, arg: Any) -> tuple[int, Any]:
-    if srv.vm_state != "stopped" or srv.task_state:
-        raise NovaFault(
-            409, f"Cannot 'start' instance {srv.id} while it is in vm_state {srv.vm_state}"
-        )
+    _check_state(srv, "start", ("stopped",))
     recorded = _record(sim, req, srv, "start")
     if not _ignored(sim, srv, "os-start"):
         srv.vm_state, srv.power_state = "active", 1
@@ -1644,10 +1651,7 @@ def evacuate(sim: NovaSimulator, req: Request, srv: Server, arg: Any) -> tuple[i
             raise NovaFault(404, f"Compute host {target} not found.")
         if target == srv.host:
             raise NovaFault(400, "The target host can't be the same one.")
-    if srv.vm_state not in ("active", "stopped", "error") or srv.task_state:
-        raise NovaFault(
-            409, f"Cannot 'evacuate' instance {srv.id} while it is in vm_state {srv.vm_state}"
-        )
+    _check_state(srv, "evacuate", ("active", "stopped", "error"))
     source = sim._service_on(srv.host)
     if source is not None and sim.service_state(source) == "up":
         raise NovaFault(400, f"Compute service of {srv.host} is still in use.")

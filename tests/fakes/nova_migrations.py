@@ -142,14 +142,7 @@ def live_migrate(sim: NovaSimulator, req: Request, srv: Server, arg: Any) -> tup
     # check_instance_lock: an admin's request passes a lock.
     if srv.locked and not req.is_admin:
         raise base.NovaFault(409, f"Instance {srv.id} is locked")
-    for attr, state, allowed in (
-        ("vm_state", srv.vm_state, ("active", "paused")),
-        ("task_state", srv.task_state, (None,)),
-    ):
-        if state not in allowed:
-            raise base.NovaFault(
-                409, f"Cannot 'os-migrateLive' instance {srv.id} while it is in {attr} {state}"
-            )
+    base._check_state(srv, "os-migrateLive", ("active", "paused"))
     if host is not None and sim._service_on(host) is None:
         raise base.NovaFault(400, f"Compute host {host} could not be found.")
     srv.task_state = "migrating"
