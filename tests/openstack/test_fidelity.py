@@ -34,6 +34,7 @@ from tests.openstack.fidelity import RealWorld, Recorder, SimWorld, World, compa
 from tests.support.openstack.cloud import Cloud, wait_for
 
 REASON = "Masakari detected host failed."
+COMPUTE_HOSTS = ("compute-1", "compute-2", "compute-3")
 Scenario = Callable[[World], Recorder]
 
 
@@ -282,3 +283,103 @@ def slow_disable(world: World) -> Recorder:
 
 def test_disable_of_a_dead_host_still_counted_up(cloud: Cloud, sim: SimWorld) -> None:
     play(slow_disable, cloud, sim)
+
+
+# --- 7. live migrations ------------------------------------------------------------------
+
+
+def live_migrations(world: World) -> Recorder:
+    """An active server live-migrated to a named host, then to the scheduler's choice (the
+    one enabled host left); requests sent while the first runs are refused."""
+    rec = Recorder(world)
+    nova = world.nova
+    vm = rec.name(world.boot("vm", "compute-1"), "vm")
+    rec.call("live-migrate to compute-2", lambda: nova.live_migrate(vm, "compute-2"))
+    rec.call("live-migrate again at once", lambda: nova.live_migrate(vm))
+    rec.call("stop while it migrates", lambda: nova.stop_server(vm))
+    rec.note("migrated to compute-2", world.migrated(vm))
+    rec.migrations("its migrations", vm)
+    rec.usage("VCPUs in use", COMPUTE_HOSTS)
+    nova.disable_service(nova.get_compute_service("compute-3").id, REASON)
+    rec.call("live-migrate, the scheduler's choice", lambda: nova.live_migrate(vm))
+    rec.note("migrated back to compute-1", world.migrated(vm))
+    rec.migrations("its migrations after", vm)
+    rec.usage("VCPUs in use after", COMPUTE_HOSTS)
+    rec.actions("instance actions, newest first", vm)
+    rec.events("instance actions and their events", vm)
+    return rec
+
+
+def test_live_migrations(cloud: Cloud, sim: SimWorld) -> None:
+    play(live_migrations, cloud, sim)
+
+
+def live_migration_refused(world: World) -> Recorder:
+    """What the API refuses (409 for the server's state, 400 for an unknown host) and what
+    it accepts (202) for the conductor to refuse: the server's own host, a disabled one."""
+    rec = Recorder(world)
+    nova = world.nova
+    vm = rec.name(world.boot("vm", "compute-1"), "vm")
+    nova.stop_server(vm)
+    world.settle(vm)
+    rec.call("live-migrate a stopped server", lambda: nova.live_migrate(vm))
+    nova.start_server(vm)
+    world.settle(vm)
+    nova.reset_state(vm, "error")
+    rec.call("live-migrate a server in error", lambda: nova.live_migrate(vm))
+    nova.reset_state(vm, "active")
+    rec.call("live-migrate to an unknown host", lambda: nova.live_migrate(vm, "nowhere"))
+    rec.call("live-migrate to its own host", lambda: nova.live_migrate(vm, "compute-1"))
+    rec.note("after the own host", world.migrated(vm))
+    nova.disable_service(nova.get_compute_service("compute-2").id, REASON)
+    rec.call("live-migrate to disabled compute-2", lambda: nova.live_migrate(vm, "compute-2"))
+    rec.note("after the disabled host", world.migrated(vm))
+    rec.migrations("its migrations", vm)
+    rec.actions("instance actions, newest first", vm)
+    rec.events("instance actions and their events", vm)
+    return rec
+
+
+def test_live_migration_refused(cloud: Cloud, sim: SimWorld) -> None:
+    play(live_migration_refused, cloud, sim)
+
+
+def live_migration_no_room(world: World) -> Recorder:
+    """compute-2 and compute-3 full: the API accepts, the scheduler finds no host, the
+    migration ends in error and the server stays active on compute-1 with its allocation."""
+    rec = Recorder(world)
+    nova = world.nova
+    for host in ("compute-2", "compute-3"):
+        for n in (1, 2):
+            world.boot(f"filler-{host}-{n}", host, "m1.large")
+    vm = rec.name(world.boot("vm", "compute-1"), "vm")
+    rec.call("live-migrate with no room elsewhere", lambda: nova.live_migrate(vm))
+    rec.note("after", world.migrated(vm))
+    rec.call("live-migrate to full compute-2", lambda: nova.live_migrate(vm, "compute-2"))
+    rec.note("after the full host", world.migrated(vm))
+    rec.migrations("its migrations", vm)
+    rec.usage("VCPUs in use", COMPUTE_HOSTS)
+    rec.events("instance actions and their events", vm)
+    return rec
+
+
+def test_live_migration_with_no_room(cloud: Cloud, sim: SimWorld) -> None:
+    play(live_migration_no_room, cloud, sim)
+
+
+def live_migration_source_down(world: World) -> Recorder:
+    """The source's nova-compute counted down: accepted, then the conductor refuses."""
+    rec = Recorder(world)
+    nova = world.nova
+    vm = rec.name(world.boot("vm", "compute-1"), "vm")
+    world.kill("compute-1")
+    world.wait_down("compute-1")
+    rec.call("live-migrate from a dead host", lambda: nova.live_migrate(vm))
+    rec.note("after", world.migrated(vm))
+    rec.migrations("its migrations", vm)
+    rec.events("instance actions and their events", vm)
+    return rec
+
+
+def test_live_migration_from_a_host_counted_down(cloud: Cloud, sim: SimWorld) -> None:
+    play(live_migration_source_down, cloud, sim)
