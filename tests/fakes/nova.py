@@ -310,6 +310,8 @@ class Evacuation:
     # The evacuate action Nova recorded when it accepted it: its compute event is added on
     # arrival.
     action: InstanceAction | None = None
+    # Its row in /os-migrations, "done" on arrival.
+    migration: nova_migrations.MigrationRecord | None = None
 
 
 @dataclasses.dataclass
@@ -896,11 +898,16 @@ class NovaSimulator:
         return now - ((now - phase) % self.report_interval)
 
     def power_on(self, host: str) -> None:
+        """The host's nova-compute starts: it heartbeats, and marks the evacuations that
+        left it ``completed`` (nova/compute/manager.py _destroy_evacuated_instances)."""
         with self.lock:
             for s in self.services:
                 if s.host == host:
                     s.alive, s.last_heartbeat = True, self.clock.now()
             self._tick()
+            for m in self.migrations:
+                if (m.migration_type, m.source_compute, m.status) == ("evacuation", host, "done"):
+                    m.set(self.clock.now(), status="completed")
 
     def tie_power(self, host: str, bmc: PowerSource) -> None:
         """From now on ``host`` follows its BMC's power: powered off (by a fence or by the
@@ -1181,6 +1188,8 @@ class NovaSimulator:
             self.evacuation_ends.append(ev.due or now)
             srv = self._server(ev.server)
             srv.task_state = None
+            if ev.migration is not None and ev.dest is not None:
+                ev.migration.set(ev.due or now, status="done")
             if ev.dest is not None:
                 self._host_moves.append((ev.due or now, srv.id, ev.dest))
                 srv.vm_state = "active" if srv.vm_state == "error" else srv.vm_state
@@ -1230,11 +1239,15 @@ class NovaSimulator:
                 running += 1
 
     def _accept_evacuation(
-        self, server: str, dest: str | None, action: InstanceAction | None = None
+        self,
+        server: str,
+        dest: str | None,
+        action: InstanceAction | None = None,
+        migration: nova_migrations.MigrationRecord | None = None,
     ) -> None:
         duration = self._rng.uniform(*self._delay)
         self.evacuations_accepted[server] = self.evacuations_accepted.get(server, 0) + 1
-        self.evacuations.append(Evacuation(None, server, dest, duration, action))
+        self.evacuations.append(Evacuation(None, server, dest, duration, action, migration))
         self._start_queued(self.clock.now())
         self.max_evacuations_in_flight = max(self.max_evacuations_in_flight, len(self.evacuations))
 
@@ -1656,11 +1669,17 @@ def evacuate(sim: NovaSimulator, req: Request, srv: Server, arg: Any) -> tuple[i
     if source is not None and sim.service_state(source) == "up":
         raise NovaFault(400, f"Compute service of {srv.host} is still in use.")
     recorded = _record(sim, req, srv, "evacuate")
+    # The API's migration row, "accepted" (nova/compute/api.py evacuate): pre-migrating once
+    # scheduled, then done on arrival, error if the conductor found no host, failed if the
+    # destination's rebuild failed; completed when the source's nova-compute starts again.
+    migration = nova_migrations.new_record(sim, srv, "evacuation", req)
+    migration.dest_compute = target
     if _ignored(sim, srv, "evacuate"):
         return 200, None
     now = sim.clock.now()
     if sim._take_fault(("evacuate_error",), "POST", "", "evacuate", srv.id):
         # the rebuild failed on the destination's compute
+        migration.set(now, status="failed")
         srv.vm_state, srv.task_state = "error", None
         recorded.events += [
             ActionEvent("rebuild_server", now, now, "Success", host="conductor"),
@@ -1686,6 +1705,7 @@ def evacuate(sim: NovaSimulator, req: Request, srv: Server, arg: Any) -> tuple[i
         # it is, its task cleared, and the action's rebuild_server event ends in Error
         # (nova/conductor/manager.py rebuild_instance), as a real Nova 34 was seen to do.
         sim.evacuations_accepted[srv.id] = sim.evacuations_accepted.get(srv.id, 0) + 1
+        migration.set(now, status="error")
         srv.vm_state, srv.task_state = "error", None
         recorded.events.append(
             ActionEvent(
@@ -1704,7 +1724,8 @@ def evacuate(sim: NovaSimulator, req: Request, srv: Server, arg: Any) -> tuple[i
     )
     recorded.events.append(ActionEvent("rebuild_server", now, now, "Success", host="conductor"))
     srv.task_state = "rebuilding"
-    sim._accept_evacuation(srv.id, dest, recorded)
+    migration.set(now, status="pre-migrating", dest_compute=dest)
+    sim._accept_evacuation(srv.id, dest, recorded, migration)
     sim._tick()
     return 200, None
 

@@ -278,9 +278,17 @@ class Recorder:
         listed = self.world.nova.list_instance_actions(server_id)
         self.note(step, [a.action for a in listed if a.action not in SETUP_ACTIONS])
 
-    def migrations(self, step: str, server_id: str) -> None:
-        """The server's live migrations as masakari lists them, newest first."""
-        self.note(step, [migration_view(m) for m in self.world.nova.list_migrations(server_id)])
+    def migrations(
+        self,
+        step: str,
+        server_id: str,
+        kind: str | None = "live-migration",
+        source: str | None = None,
+    ) -> None:
+        """The server's migrations of ``kind`` (None: all) as masakari lists them, newest
+        first; with ``source``, a destination the scheduler picked is "another compute"."""
+        listed = self.world.nova.list_migrations(server_id, kind)
+        self.note(step, [migration_view(m, source) for m in listed])
 
     def usage(self, step: str, hosts: tuple[str, ...]) -> None:
         """The VCPUs Placement counts in use on each host, read as masakari reads them."""
@@ -344,13 +352,16 @@ def server_view(server: Server, source: str | None = None) -> dict[str, Any]:
     }
 
 
-def migration_view(migration: Migration) -> dict[str, Any]:
+def migration_view(migration: Migration, source: str | None = None) -> dict[str, Any]:
+    dest = migration.dest_compute
+    if source is not None and dest not in (None, source):
+        dest = "<another compute>"
     return {
         "status": migration.status,
         "outcome": migration.outcome,
         "type": migration.migration_type,
         "source": migration.source_compute,
-        "dest": migration.dest_compute,
+        "dest": dest,
     }
 
 

@@ -182,6 +182,7 @@ def _evacuated(world: World, with_events: bool) -> Recorder:
     for kind, vm in vms.items():
         rec.note(f"vm-{kind} evacuated", _settled_view(world, vm, "compute-1"))
         rec.actions(f"vm-{kind} instance actions, newest first", vm)
+        rec.migrations(f"vm-{kind} migrations", vm, None, "compute-1")
         if with_events:
             rec.events(f"vm-{kind} instance actions and their events", vm)
     return rec
@@ -222,6 +223,7 @@ def no_valid_host(world: World) -> Recorder:
     world.wait_down("compute-1")
     rec.call("evacuate with no room elsewhere", lambda: nova.evacuate(vm))
     rec.note("the server after", _settled_view(world, vm, "compute-1"))
+    rec.migrations("its migrations", vm, None)
     rec.actions("instance actions, newest first", vm)
     rec.events("instance actions and their events", vm)
     return rec
