@@ -137,8 +137,9 @@ def new_record(
 def live_migrate(sim: NovaSimulator, req: Request, srv: Server, arg: Any) -> tuple[int, Any]:
     """POST /servers/{id}/action {"os-migrateLive": ...}: 202, the checks in the real API's
     order (nova/api/openstack/compute/migrate_server.py, nova/compute/api.py live_migrate)."""
+    # The body's schema is checked before the handler runs, the policy inside it.
+    host, _ = _body(req, arg)
     base._require_admin(req, "os_compute_api:os-migrate-server:migrate_live")
-    host, block = _body(req, arg)
     # check_instance_lock: an admin's request passes a lock.
     if srv.locked and not req.is_admin:
         raise base.NovaFault(409, f"Instance {srv.id} is locked")

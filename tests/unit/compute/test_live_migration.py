@@ -240,6 +240,28 @@ def test_a_member_may_not(sim: NovaSimulator) -> None:
     assert "os_compute_api:os-migrate-server:migrate_live" in err.value.detail
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"host": None},
+        {"host": None, "block_migration": "maybe"},
+        {"host": None, "block_migration": True, "disk_over_commit": False},
+    ],
+)
+def test_a_body_outside_the_schema_is_refused_first(sim: NovaSimulator, body: Any) -> None:
+    """Nova validates the body before it reads the server's state or its policy."""
+    sim.update_server(SERVER, vm_state="stopped")
+    api = ks_adapter.Adapter(sim.session(), service_type="compute", interface="public")
+    answer = api.post(
+        f"/servers/{SERVER}/action",
+        json={"os-migrateLive": body},
+        headers={"OpenStack-API-Version": "compute 2.53"},
+        raise_exc=False,
+    )
+    assert answer.status_code == 400
+    assert sim.migrations == []
+
+
 def fill(sim: NovaSimulator, *hosts: str) -> None:
     for host in hosts:
         sim.add_server(host=host, flavor=LARGE)
