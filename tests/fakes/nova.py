@@ -80,6 +80,15 @@ _STATUS = {
     "building": "BUILD",
     "error": "ERROR",
 }
+# A task in progress that changes the status Nova shows (nova/api/openstack/common.py
+# _STATE_MAP), per vm_state; any other task leaves the vm_state's status.
+_TASK_STATUS = {
+    ("active", "migrating"): "MIGRATING",
+    ("paused", "migrating"): "MIGRATING",
+    ("active", "rebuilding"): "REBUILD",
+    ("stopped", "rebuilding"): "REBUILD",
+    ("error", "rebuilding"): "REBUILD",
+}
 _FAULT_NAMES = {
     400: "badRequest",
     401: "unauthorized",
@@ -1291,7 +1300,9 @@ class NovaSimulator:
         return {
             "id": s.id,
             "name": s.name,
-            "status": _STATUS.get(s.vm_state, "UNKNOWN"),
+            "status": _TASK_STATUS.get(
+                (s.vm_state, s.task_state or ""), _STATUS.get(s.vm_state, "UNKNOWN")
+            ),
             "tenant_id": s.tenant_id,
             "user_id": s.user_id,
             "metadata": dict(s.metadata),

@@ -385,3 +385,24 @@ def live_migration_source_down(world: World) -> Recorder:
 
 def test_live_migration_from_a_host_counted_down(cloud: Cloud, sim: SimWorld) -> None:
     play(live_migration_source_down, cloud, sim)
+
+
+def live_migration_to_a_dead_host(world: World) -> Recorder:
+    """compute-2's nova-compute just killed, still counted up: accepted, the server migrating
+    and the row accepted while the conductor waits for compute-2's answer
+    (rpc_response_timeout), then the migration in error and the server where it was."""
+    rec = Recorder(world)
+    nova = world.nova
+    vm = rec.name(world.boot("vm", "compute-1"), "vm")
+    world.kill("compute-2")
+    rec.call("live-migrate to compute-2, dead", lambda: nova.live_migrate(vm, "compute-2"))
+    rec.server("while the conductor waits", vm)
+    rec.migrations("its migration meanwhile", vm)
+    rec.note("after", world.migrated(vm))
+    rec.migrations("its migration after", vm)
+    rec.events("instance actions and their events", vm)
+    return rec
+
+
+def test_live_migration_to_a_host_that_just_died(cloud: Cloud, sim: SimWorld) -> None:
+    play(live_migration_to_a_dead_host, cloud, sim)

@@ -93,6 +93,7 @@ def test_a_migration_followed_to_completion(
     sim: NovaSimulator, client: NovaClient, clock: FakeClock
 ) -> None:
     assert client.live_migrate(SERVER, "compute-2") is None
+    assert client.get_server(SERVER).status == "MIGRATING"  # Nova's status of the task
     seen: list[tuple[Any, ...]] = []
     for _ in range(int(DELAY) + 1):
         server = client.get_server(SERVER)
@@ -101,6 +102,7 @@ def test_a_migration_followed_to_completion(
         if not seen or seen[-1] != step:
             seen.append(step)
         clock.advance(1)
+    assert client.get_server(SERVER).status == "ACTIVE"
     assert seen == [
         ("compute-1", "active", "migrating", "accepted", None, servers.IN_PROGRESS),
         ("compute-1", "active", "migrating", "preparing", "compute-2", servers.IN_PROGRESS),
