@@ -22,7 +22,7 @@ URL space: ``/identity`` (Keystone: versions, ``/v3``, ``/v3/auth/tokens``) and
 that take time, slow answers and a clock that tests can move, and what a real Nova 34 was
 seen to do beyond them: a service update waiting for its RPC to a dead compute Nova still
 counts up, and an evacuation with no valid host putting the instance in error with a failed
-``rebuild_server`` event.
+``rebuild_server`` event. Live migrations and the migration rows: tests/fakes/nova_migrations.py.
 """
 
 from __future__ import annotations

@@ -9,14 +9,17 @@ disable, enable, force down), server actions (lock, stop, start, reset-state) an
 evacuations (refused while the source counts up, of active, stopped, error and locked servers,
 with no valid host), the checks Nova makes first (a service id must be a uuid, an
 evacuation's target before the server's state and its source), a service update to a dead
-compute Nova still counts up, and the instance actions Nova records for all of these, with
-their events.
+compute Nova still counts up, live migrations (to a named host and to the scheduler's
+choice; refused by the API with 409 or 400, or accepted and refused by the conductor: own
+host, disabled or just-killed host, no room, source down) with their migration rows and
+Placement's usage, and the instance actions Nova records for all of these, with their
+events.
 
 No scenario is expected to differ. What the records cannot show: the moment between an
 evacuation's destination clearing the task and the server's host changing (the simulator's
 host_move_lag reproduces it; docs/real-openstack.md).
 
-Run: MASAKARI_REAL_OPENSTACK=STATE pytest -n 0 tests/openstack/test_fidelity.py (about 3
+Run: MASAKARI_REAL_OPENSTACK=STATE pytest -n 0 tests/openstack/test_fidelity.py (about 5
 minutes on a cloud of tools/openstack.sh up).
 """
 
