@@ -79,8 +79,13 @@ class MigrationRecord:
         if microversion >= (2, 23):
             out["migration_type"] = self.migration_type
             if self.migration_type == "live-migration" and self.status in IN_PROGRESS:
-                href = f"{base_url}/servers/{self.instance_uuid}/migrations/{self.id}"
-                out["links"] = [{"rel": "self", "href": href}, {"rel": "bookmark", "href": href}]
+                path = f"/servers/{self.instance_uuid}/migrations/{self.id}"
+                # the bookmark without the version, as Nova's view builder writes it
+                bookmark = base_url.rsplit("/v2.1", 1)[0] + path
+                out["links"] = [
+                    {"rel": "self", "href": base_url + path},
+                    {"rel": "bookmark", "href": bookmark},
+                ]
         return out
 
     def server_view(self, microversion: tuple[int, int]) -> dict[str, Any]:
