@@ -22,7 +22,7 @@ URL space: ``/identity`` (Keystone: versions, ``/v3``, ``/v3/auth/tokens``) and
 that take time, slow answers and a clock that tests can move, and what a real Nova 34 was
 seen to do beyond them: a service update waiting for its RPC to a dead compute Nova still
 counts up, and an evacuation with no valid host putting the instance in error with a failed
-``rebuild_server`` event.
+``rebuild_server`` event. Live migrations and the migration rows: tests/fakes/nova_migrations.py.
 """
 
 from __future__ import annotations
@@ -79,6 +79,15 @@ _STATUS = {
     "shelved_offloaded": "SHELVED_OFFLOADED",
     "building": "BUILD",
     "error": "ERROR",
+}
+# A task in progress that changes the status Nova shows (nova/api/openstack/common.py
+# _STATE_MAP), per vm_state; any other task leaves the vm_state's status.
+_TASK_STATUS = {
+    ("active", "migrating"): "MIGRATING",
+    ("paused", "migrating"): "MIGRATING",
+    ("active", "rebuilding"): "REBUILD",
+    ("stopped", "rebuilding"): "REBUILD",
+    ("error", "rebuilding"): "REBUILD",
 }
 _FAULT_NAMES = {
     400: "badRequest",
@@ -310,6 +319,8 @@ class Evacuation:
     # The evacuate action Nova recorded when it accepted it: its compute event is added on
     # arrival.
     action: InstanceAction | None = None
+    # Its row in /os-migrations, "done" on arrival.
+    migration: nova_migrations.MigrationRecord | None = None
 
 
 @dataclasses.dataclass
@@ -896,11 +907,16 @@ class NovaSimulator:
         return now - ((now - phase) % self.report_interval)
 
     def power_on(self, host: str) -> None:
+        """The host's nova-compute starts: it heartbeats, and marks the evacuations that
+        left it ``completed`` (nova/compute/manager.py _destroy_evacuated_instances)."""
         with self.lock:
             for s in self.services:
                 if s.host == host:
                     s.alive, s.last_heartbeat = True, self.clock.now()
             self._tick()
+            for m in self.migrations:
+                if (m.migration_type, m.source_compute, m.status) == ("evacuation", host, "done"):
+                    m.set(self.clock.now(), status="completed")
 
     def tie_power(self, host: str, bmc: PowerSource) -> None:
         """From now on ``host`` follows its BMC's power: powered off (by a fence or by the
@@ -1181,6 +1197,8 @@ class NovaSimulator:
             self.evacuation_ends.append(ev.due or now)
             srv = self._server(ev.server)
             srv.task_state = None
+            if ev.migration is not None and ev.dest is not None:
+                ev.migration.set(ev.due or now, status="done")
             if ev.dest is not None:
                 self._host_moves.append((ev.due or now, srv.id, ev.dest))
                 srv.vm_state = "active" if srv.vm_state == "error" else srv.vm_state
@@ -1230,11 +1248,15 @@ class NovaSimulator:
                 running += 1
 
     def _accept_evacuation(
-        self, server: str, dest: str | None, action: InstanceAction | None = None
+        self,
+        server: str,
+        dest: str | None,
+        action: InstanceAction | None = None,
+        migration: nova_migrations.MigrationRecord | None = None,
     ) -> None:
         duration = self._rng.uniform(*self._delay)
         self.evacuations_accepted[server] = self.evacuations_accepted.get(server, 0) + 1
-        self.evacuations.append(Evacuation(None, server, dest, duration, action))
+        self.evacuations.append(Evacuation(None, server, dest, duration, action, migration))
         self._start_queued(self.clock.now())
         self.max_evacuations_in_flight = max(self.max_evacuations_in_flight, len(self.evacuations))
 
@@ -1278,7 +1300,9 @@ class NovaSimulator:
         return {
             "id": s.id,
             "name": s.name,
-            "status": _STATUS.get(s.vm_state, "UNKNOWN"),
+            "status": _TASK_STATUS.get(
+                (s.vm_state, s.task_state or ""), _STATUS.get(s.vm_state, "UNKNOWN")
+            ),
             "tenant_id": s.tenant_id,
             "user_id": s.user_id,
             "metadata": dict(s.metadata),
@@ -1604,11 +1628,21 @@ def reset_state(sim: NovaSimulator, req: Request, srv: Server, arg: Any) -> tupl
     return 202, None
 
 
+def _check_state(srv: Server, action: str, vm_states: tuple[str, ...]) -> None:
+    """nova/compute/api.py check_instance_state: the vm_state, then a task in progress; the
+    409 names the one that failed (nova/api/openstack/common.py)."""
+    for attr, state, allowed in (
+        ("vm_state", srv.vm_state, vm_states),
+        ("task_state", srv.task_state, (None,)),
+    ):
+        if state not in allowed:
+            raise NovaFault(
+                409, f"Cannot '{action}' instance {srv.id} while it is in {attr} {state}"
+            )
+
+
 def stop(sim: NovaSimulator, req: Request, srv: Server, arg: Any) -> tuple[int, Any]:
-    if srv.vm_state not in ("active", "error") or srv.task_state:
-        raise NovaFault(
-            409, f"Cannot 'stop' instance {srv.id} while it is in vm_state {srv.vm_state}"
-        )
+    _check_state(srv, "stop", ("active", "error"))
     recorded = _record(sim, req, srv, "stop")
     if not _ignored(sim, srv, "os-stop"):
         srv.vm_state, srv.power_state, srv.task_state = "stopped", 4, None
@@ -1617,10 +1651,7 @@ def stop(sim: NovaSimulator, req: Request, srv: Server, arg: Any) -> tuple[int, 
 
 
 def start(sim: NovaSimulator, req: Request, srv: Server, arg: Any) -> tuple[int, Any]:
-    if srv.vm_state != "stopped" or srv.task_state:
-        raise NovaFault(
-            409, f"Cannot 'start' instance {srv.id} while it is in vm_state {srv.vm_state}"
-        )
+    _check_state(srv, "start", ("stopped",))
     recorded = _record(sim, req, srv, "start")
     if not _ignored(sim, srv, "os-start"):
         srv.vm_state, srv.power_state = "active", 1
@@ -1644,19 +1675,22 @@ def evacuate(sim: NovaSimulator, req: Request, srv: Server, arg: Any) -> tuple[i
             raise NovaFault(404, f"Compute host {target} not found.")
         if target == srv.host:
             raise NovaFault(400, "The target host can't be the same one.")
-    if srv.vm_state not in ("active", "stopped", "error") or srv.task_state:
-        raise NovaFault(
-            409, f"Cannot 'evacuate' instance {srv.id} while it is in vm_state {srv.vm_state}"
-        )
+    _check_state(srv, "evacuate", ("active", "stopped", "error"))
     source = sim._service_on(srv.host)
     if source is not None and sim.service_state(source) == "up":
         raise NovaFault(400, f"Compute service of {srv.host} is still in use.")
     recorded = _record(sim, req, srv, "evacuate")
+    # The API's migration row, "accepted" (nova/compute/api.py evacuate): pre-migrating once
+    # scheduled, then done on arrival, error if the conductor found no host, failed if the
+    # destination's rebuild failed; completed when the source's nova-compute starts again.
+    migration = nova_migrations.new_record(sim, srv, "evacuation", req)
+    migration.dest_compute = target
     if _ignored(sim, srv, "evacuate"):
         return 200, None
     now = sim.clock.now()
     if sim._take_fault(("evacuate_error",), "POST", "", "evacuate", srv.id):
         # the rebuild failed on the destination's compute
+        migration.set(now, status="failed")
         srv.vm_state, srv.task_state = "error", None
         recorded.events += [
             ActionEvent("rebuild_server", now, now, "Success", host="conductor"),
@@ -1682,6 +1716,7 @@ def evacuate(sim: NovaSimulator, req: Request, srv: Server, arg: Any) -> tuple[i
         # it is, its task cleared, and the action's rebuild_server event ends in Error
         # (nova/conductor/manager.py rebuild_instance), as a real Nova 34 was seen to do.
         sim.evacuations_accepted[srv.id] = sim.evacuations_accepted.get(srv.id, 0) + 1
+        migration.set(now, status="error")
         srv.vm_state, srv.task_state = "error", None
         recorded.events.append(
             ActionEvent(
@@ -1700,7 +1735,8 @@ def evacuate(sim: NovaSimulator, req: Request, srv: Server, arg: Any) -> tuple[i
     )
     recorded.events.append(ActionEvent("rebuild_server", now, now, "Success", host="conductor"))
     srv.task_state = "rebuilding"
-    sim._accept_evacuation(srv.id, dest, recorded)
+    migration.set(now, status="pre-migrating", dest_compute=dest)
+    sim._accept_evacuation(srv.id, dest, recorded, migration)
     sim._tick()
     return 200, None
 

@@ -79,8 +79,13 @@ class MigrationRecord:
         if microversion >= (2, 23):
             out["migration_type"] = self.migration_type
             if self.migration_type == "live-migration" and self.status in IN_PROGRESS:
-                href = f"{base_url}/servers/{self.instance_uuid}/migrations/{self.id}"
-                out["links"] = [{"rel": "self", "href": href}, {"rel": "bookmark", "href": href}]
+                path = f"/servers/{self.instance_uuid}/migrations/{self.id}"
+                # the bookmark without the version, as Nova's view builder writes it
+                bookmark = base_url.rsplit("/v2.1", 1)[0] + path
+                out["links"] = [
+                    {"rel": "self", "href": base_url + path},
+                    {"rel": "bookmark", "href": bookmark},
+                ]
         return out
 
     def server_view(self, microversion: tuple[int, int]) -> dict[str, Any]:
@@ -137,19 +142,13 @@ def new_record(
 def live_migrate(sim: NovaSimulator, req: Request, srv: Server, arg: Any) -> tuple[int, Any]:
     """POST /servers/{id}/action {"os-migrateLive": ...}: 202, the checks in the real API's
     order (nova/api/openstack/compute/migrate_server.py, nova/compute/api.py live_migrate)."""
+    # The body's schema is checked before the handler runs, the policy inside it.
+    host, _ = _body(req, arg)
     base._require_admin(req, "os_compute_api:os-migrate-server:migrate_live")
-    host, block = _body(req, arg)
     # check_instance_lock: an admin's request passes a lock.
     if srv.locked and not req.is_admin:
         raise base.NovaFault(409, f"Instance {srv.id} is locked")
-    for attr, state, allowed in (
-        ("vm_state", srv.vm_state, ("active", "paused")),
-        ("task_state", srv.task_state, (None,)),
-    ):
-        if state not in allowed:
-            raise base.NovaFault(
-                409, f"Cannot 'os-migrateLive' instance {srv.id} while it is in {attr} {state}"
-            )
+    base._check_state(srv, "os-migrateLive", ("active", "paused"))
     if host is not None and sim._service_on(host) is None:
         raise base.NovaFault(400, f"Compute host {host} could not be found.")
     srv.task_state = "migrating"

@@ -21,8 +21,9 @@ from keystoneauth1 import adapter, session
 from keystoneauth1.identity import v3
 
 from masakari.compute.nova import NovaClient
+from masakari.compute.placement import PlacementClient
 from masakari.compute.retry import Policy
-from masakari.compute.servers import Server, Service
+from masakari.compute.servers import Migration, Server, Service
 from tests.fakes.nova import FakeClock, NovaSimulator
 from tests.fakes.placement import Flavor
 from tests.support.openstack import bootstrap
@@ -38,6 +39,10 @@ SERVICE_DOWN_TIME = 10.0
 # The simulator's rpc_response_timeout for a service update to a dead compute: short, since
 # what is compared is the order of effects and that the answer waited.
 SIM_RPC_RESPONSE_TIMEOUT = 3.0
+# How long a live migration takes in the simulator (its fake clock, moved by ``migrated``):
+# long enough that a request sent right after the first finds it in progress, as in the real
+# Nova, whose fake driver takes 2-4 s.
+SIM_LIVE_MIGRATION_DELAY = 4.0
 # Steps whose set-up differs by nature: a server the simulator is given was never created
 # through its API, so it has no "create" action.
 SETUP_ACTIONS = {"create"}
@@ -56,6 +61,10 @@ class World(Protocol):
     def settle(self, server_id: str, source: str | None = None, timeout: float = 120) -> Server:
         """The server once Nova no longer works on it (task_state None); with ``source``,
         once an evacuation from there ended: moved, or in error."""
+
+    def migrated(self, server_id: str, timeout: float = 120) -> Server:
+        """The server once its newest live migration is over (completed, error, failed) and
+        its task cleared."""
 
     def kill(self, host: str) -> None:
         """``host``'s nova-compute dies; Nova still counts it up for a while."""
@@ -84,6 +93,20 @@ def _settle(nova: NovaClient, server_id: str, source: str | None, timeout: float
         return server
 
     return wait_for(f"server {server_id} settled", settled, timeout)
+
+
+def _migrated(nova: NovaClient, server_id: str, timeout: float) -> Server:
+    """The real Nova moves the server's host before it marks the migration completed
+    (nova/compute/manager.py _post_live_migration): both are waited for."""
+
+    def over() -> Server | None:
+        server = nova.get_server(server_id)
+        migrations = nova.list_migrations(server_id)
+        if server.task_state is not None or not migrations or not migrations[0].finished:
+            return None
+        return server
+
+    return wait_for(f"server {server_id} migrated", over, timeout)
 
 
 # --- the real Nova -----------------------------------------------------------------------
@@ -120,6 +143,9 @@ class RealWorld:
     def settle(self, server_id: str, source: str | None = None, timeout: float = 120) -> Server:
         return _settle(self.nova, server_id, source, timeout)
 
+    def migrated(self, server_id: str, timeout: float = 120) -> Server:
+        return _migrated(self.nova, server_id, timeout)
+
     def kill(self, host: str) -> None:
         self.cloud.kill_compute(host)
 
@@ -141,7 +167,11 @@ class SimWorld:
 
     def __init__(self) -> None:
         self.clock = FakeClock()
-        self.sim = NovaSimulator(clock=self.clock, service_down_time=SERVICE_DOWN_TIME)
+        self.sim = NovaSimulator(
+            clock=self.clock,
+            service_down_time=SERVICE_DOWN_TIME,
+            live_migration_delay=SIM_LIVE_MIGRATION_DELAY,
+        )
         self.rpc_response_timeout = SIM_RPC_RESPONSE_TIMEOUT
         self.sim.rpc_response_timeout = SIM_RPC_RESPONSE_TIMEOUT  # a slow disable
         for host in COMPUTES:
@@ -168,6 +198,10 @@ class SimWorld:
         # Its actions take no time (evacuate_delay 0, its clock stands still): what it shows
         # now is where it ends, and waiting for anything else would only time out.
         return self.nova.get_server(server_id)
+
+    def migrated(self, server_id: str, timeout: float = 120) -> Server:
+        self.clock.advance(SIM_LIVE_MIGRATION_DELAY + 1)
+        return _migrated(self.nova, server_id, timeout)
 
     def kill(self, host: str) -> None:
         self.sim.power_off(host)
@@ -244,6 +278,27 @@ class Recorder:
         listed = self.world.nova.list_instance_actions(server_id)
         self.note(step, [a.action for a in listed if a.action not in SETUP_ACTIONS])
 
+    def migrations(
+        self,
+        step: str,
+        server_id: str,
+        kind: str | None = "live-migration",
+        source: str | None = None,
+    ) -> None:
+        """The server's migrations of ``kind`` (None: all) as masakari lists them, newest
+        first; with ``source``, a destination the scheduler picked is "another compute"."""
+        listed = self.world.nova.list_migrations(server_id, kind)
+        self.note(step, [migration_view(m, source) for m in listed])
+
+    def usage(self, step: str, hosts: tuple[str, ...]) -> None:
+        """The VCPUs Placement counts in use on each host, read as masakari reads them."""
+        placement = PlacementClient(self.world.nova.session, region_name=REGION)
+        used = {}
+        for host in hosts:
+            capacity = placement.host_capacity(host)
+            used[host] = None if capacity is None else capacity.used.get("VCPU", 0)
+        self.note(step, used)
+
     def events(self, step: str, server_id: str) -> None:
         found = self.world.events(server_id)
         if not isinstance(found, str):
@@ -294,6 +349,19 @@ def server_view(server: Server, source: str | None = None) -> dict[str, Any]:
         "power_state": server.power_state,
         "locked": server.locked,
         "host": host,
+    }
+
+
+def migration_view(migration: Migration, source: str | None = None) -> dict[str, Any]:
+    dest = migration.dest_compute
+    if source is not None and dest not in (None, source):
+        dest = "<another compute>"
+    return {
+        "status": migration.status,
+        "outcome": migration.outcome,
+        "type": migration.migration_type,
+        "source": migration.source_compute,
+        "dest": dest,
     }
 
 

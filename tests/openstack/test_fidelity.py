@@ -9,14 +9,17 @@ disable, enable, force down), server actions (lock, stop, start, reset-state) an
 evacuations (refused while the source counts up, of active, stopped, error and locked servers,
 with no valid host), the checks Nova makes first (a service id must be a uuid, an
 evacuation's target before the server's state and its source), a service update to a dead
-compute Nova still counts up, and the instance actions Nova records for all of these, with
-their events.
+compute Nova still counts up, live migrations (to a named host and to the scheduler's
+choice; refused by the API with 409 or 400, or accepted and refused by the conductor: own
+host, disabled or just-killed host, no room, source down) with their migration rows and
+Placement's usage, and the instance actions Nova records for all of these, with their
+events.
 
 No scenario is expected to differ. What the records cannot show: the moment between an
 evacuation's destination clearing the task and the server's host changing (the simulator's
 host_move_lag reproduces it; docs/real-openstack.md).
 
-Run: MASAKARI_REAL_OPENSTACK=STATE pytest -n 0 tests/openstack/test_fidelity.py (about 3
+Run: MASAKARI_REAL_OPENSTACK=STATE pytest -n 0 tests/openstack/test_fidelity.py (about 5
 minutes on a cloud of tools/openstack.sh up).
 """
 
@@ -34,6 +37,7 @@ from tests.openstack.fidelity import RealWorld, Recorder, SimWorld, World, compa
 from tests.support.openstack.cloud import Cloud, wait_for
 
 REASON = "Masakari detected host failed."
+COMPUTE_HOSTS = ("compute-1", "compute-2", "compute-3")
 Scenario = Callable[[World], Recorder]
 
 
@@ -181,6 +185,7 @@ def _evacuated(world: World, with_events: bool) -> Recorder:
     for kind, vm in vms.items():
         rec.note(f"vm-{kind} evacuated", _settled_view(world, vm, "compute-1"))
         rec.actions(f"vm-{kind} instance actions, newest first", vm)
+        rec.migrations(f"vm-{kind} migrations", vm, None, "compute-1")
         if with_events:
             rec.events(f"vm-{kind} instance actions and their events", vm)
     return rec
@@ -221,6 +226,7 @@ def no_valid_host(world: World) -> Recorder:
     world.wait_down("compute-1")
     rec.call("evacuate with no room elsewhere", lambda: nova.evacuate(vm))
     rec.note("the server after", _settled_view(world, vm, "compute-1"))
+    rec.migrations("its migrations", vm, None)
     rec.actions("instance actions, newest first", vm)
     rec.events("instance actions and their events", vm)
     return rec
@@ -282,3 +288,124 @@ def slow_disable(world: World) -> Recorder:
 
 def test_disable_of_a_dead_host_still_counted_up(cloud: Cloud, sim: SimWorld) -> None:
     play(slow_disable, cloud, sim)
+
+
+# --- 7. live migrations ------------------------------------------------------------------
+
+
+def live_migrations(world: World) -> Recorder:
+    """An active server live-migrated to a named host, then to the scheduler's choice (the
+    one enabled host left); requests sent while the first runs are refused."""
+    rec = Recorder(world)
+    nova = world.nova
+    vm = rec.name(world.boot("vm", "compute-1"), "vm")
+    rec.call("live-migrate to compute-2", lambda: nova.live_migrate(vm, "compute-2"))
+    rec.call("live-migrate again at once", lambda: nova.live_migrate(vm))
+    rec.call("stop while it migrates", lambda: nova.stop_server(vm))
+    rec.note("migrated to compute-2", world.migrated(vm))
+    rec.migrations("its migrations", vm)
+    rec.usage("VCPUs in use", COMPUTE_HOSTS)
+    nova.disable_service(nova.get_compute_service("compute-3").id, REASON)
+    rec.call("live-migrate, the scheduler's choice", lambda: nova.live_migrate(vm))
+    rec.note("migrated back to compute-1", world.migrated(vm))
+    rec.migrations("its migrations after", vm)
+    rec.usage("VCPUs in use after", COMPUTE_HOSTS)
+    rec.actions("instance actions, newest first", vm)
+    rec.events("instance actions and their events", vm)
+    return rec
+
+
+def test_live_migrations(cloud: Cloud, sim: SimWorld) -> None:
+    play(live_migrations, cloud, sim)
+
+
+def live_migration_refused(world: World) -> Recorder:
+    """What the API refuses (409 for the server's state, 400 for an unknown host) and what
+    it accepts (202) for the conductor to refuse: the server's own host, a disabled one."""
+    rec = Recorder(world)
+    nova = world.nova
+    vm = rec.name(world.boot("vm", "compute-1"), "vm")
+    nova.stop_server(vm)
+    world.settle(vm)
+    rec.call("live-migrate a stopped server", lambda: nova.live_migrate(vm))
+    nova.start_server(vm)
+    world.settle(vm)
+    nova.reset_state(vm, "error")
+    rec.call("live-migrate a server in error", lambda: nova.live_migrate(vm))
+    nova.reset_state(vm, "active")
+    rec.call("live-migrate to an unknown host", lambda: nova.live_migrate(vm, "nowhere"))
+    rec.call("live-migrate to its own host", lambda: nova.live_migrate(vm, "compute-1"))
+    rec.note("after the own host", world.migrated(vm))
+    nova.disable_service(nova.get_compute_service("compute-2").id, REASON)
+    rec.call("live-migrate to disabled compute-2", lambda: nova.live_migrate(vm, "compute-2"))
+    rec.note("after the disabled host", world.migrated(vm))
+    rec.migrations("its migrations", vm)
+    rec.actions("instance actions, newest first", vm)
+    rec.events("instance actions and their events", vm)
+    return rec
+
+
+def test_live_migration_refused(cloud: Cloud, sim: SimWorld) -> None:
+    play(live_migration_refused, cloud, sim)
+
+
+def live_migration_no_room(world: World) -> Recorder:
+    """compute-2 and compute-3 full: the API accepts, the scheduler finds no host, the
+    migration ends in error and the server stays active on compute-1 with its allocation."""
+    rec = Recorder(world)
+    nova = world.nova
+    for host in ("compute-2", "compute-3"):
+        for n in (1, 2):
+            world.boot(f"filler-{host}-{n}", host, "m1.large")
+    vm = rec.name(world.boot("vm", "compute-1"), "vm")
+    rec.call("live-migrate with no room elsewhere", lambda: nova.live_migrate(vm))
+    rec.note("after", world.migrated(vm))
+    rec.call("live-migrate to full compute-2", lambda: nova.live_migrate(vm, "compute-2"))
+    rec.note("after the full host", world.migrated(vm))
+    rec.migrations("its migrations", vm)
+    rec.usage("VCPUs in use", COMPUTE_HOSTS)
+    rec.events("instance actions and their events", vm)
+    return rec
+
+
+def test_live_migration_with_no_room(cloud: Cloud, sim: SimWorld) -> None:
+    play(live_migration_no_room, cloud, sim)
+
+
+def live_migration_source_down(world: World) -> Recorder:
+    """The source's nova-compute counted down: accepted, then the conductor refuses."""
+    rec = Recorder(world)
+    nova = world.nova
+    vm = rec.name(world.boot("vm", "compute-1"), "vm")
+    world.kill("compute-1")
+    world.wait_down("compute-1")
+    rec.call("live-migrate from a dead host", lambda: nova.live_migrate(vm))
+    rec.note("after", world.migrated(vm))
+    rec.migrations("its migrations", vm)
+    rec.events("instance actions and their events", vm)
+    return rec
+
+
+def test_live_migration_from_a_host_counted_down(cloud: Cloud, sim: SimWorld) -> None:
+    play(live_migration_source_down, cloud, sim)
+
+
+def live_migration_to_a_dead_host(world: World) -> Recorder:
+    """compute-2's nova-compute just killed, still counted up: accepted, the server migrating
+    and the row accepted while the conductor waits for compute-2's answer
+    (rpc_response_timeout), then the migration in error and the server where it was."""
+    rec = Recorder(world)
+    nova = world.nova
+    vm = rec.name(world.boot("vm", "compute-1"), "vm")
+    world.kill("compute-2")
+    rec.call("live-migrate to compute-2, dead", lambda: nova.live_migrate(vm, "compute-2"))
+    rec.server("while the conductor waits", vm)
+    rec.migrations("its migration meanwhile", vm)
+    rec.note("after", world.migrated(vm))
+    rec.migrations("its migration after", vm)
+    rec.events("instance actions and their events", vm)
+    return rec
+
+
+def test_live_migration_to_a_host_that_just_died(cloud: Cloud, sim: SimWorld) -> None:
+    play(live_migration_to_a_dead_host, cloud, sim)

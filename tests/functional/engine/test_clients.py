@@ -39,3 +39,16 @@ def test_each_call_fails_until_the_credentials_work_then_builds_the_clients(
     assert [c["method"] for c in sim.nova_calls()] == ["POST", "GET"]
     # one token for Nova and Placement: the same session
     assert sim.token_requests() == 1
+
+
+def test_live_migration_goes_through_the_built_client(sim: NovaSimulator) -> None:
+    sim.add_service("compute-1")
+    sim.add_service("compute-2")
+    server = sim.add_server(host="compute-1")
+    clients = Clients(masakari_conf.for_tests(**sim.conf_overrides()))
+    lazy = LazyNova(functools.partial(clients.nova, retry.ENGINE))
+    lazy.live_migrate(server, "compute-2")
+    (migration,) = lazy.list_migrations(server)
+    assert (migration.status, migration.dest_compute) == ("completed", "compute-2")
+    assert lazy.list_migrations(server, "evacuation") == []
+    assert lazy.get_server(server).host == "compute-2"

@@ -130,3 +130,10 @@ def test_requests_beyond_the_limit_wait_in_line() -> None:
     limit.release(False)
     assert through.wait(5)
     assert limit.in_use == 2
+
+
+def test_a_live_migration_is_not_repeatable_its_reads_are() -> None:
+    """A second os-migrateLive is refused while the first runs, and moves the server again
+    after it: the caller reads the migrations instead (docs/nova.md, Retries)."""
+    assert not retry.repeatable("POST", "os-migrateLive")
+    assert retry.repeatable("GET", None)
