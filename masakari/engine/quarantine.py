@@ -22,7 +22,7 @@ from oslo_config import cfg
 
 from masakari import exception, notifier
 from masakari.compute import retry
-from masakari.compute.servers import Server, compute_service
+from masakari.compute.servers import FAILED, SUCCEEDED, Server, compute_service
 from masakari.db import hosts as hosts_db
 from masakari.db import quarantines as q
 from masakari.db.database import Database
@@ -248,59 +248,41 @@ class QuarantineRunner:
             quarantine_metrics.migration("refused")
 
     def _follow(self, row: Quarantine, move: QuarantineMove) -> None:
+        """Where the instance is now. Nova's migration record says when a live migration is
+        over (the server reaches its destination a moment before the record completes);
+        an instance that left the host without this live migration was evacuated."""
         server = self.nova.get_server(move.server_id)
         sent = move.sent_at or self.clock.now()
-        if server.task_state:
-            return
         made = [
             m
             for m in self.nova.list_migrations(move.server_id)
             if m.created_at is None or m.created_at >= sent - CLOCK_SKEW
         ]
-        if server.host and server.host != row.host_name:
-            if any(m.status == "completed" for m in made):
-                self._set(row, move, status=q.MOVED, target=server.host, ended_at=self.clock.now())
-                quarantine_metrics.migration("moved", (self.clock.now() - sent).total_seconds())
-            else:
-                # Moved, not by this live migration: the host failure's evacuation.
-                self._set(
-                    row,
-                    move,
-                    status=q.LEFT,
-                    detail=f"moved to {server.host} by another (an evacuation)",
-                    ended_at=self.clock.now(),
-                )
-            return
-        ended = [m for m in made if m.status in ("error", "failed", "cancelled")]
-        if ended:
-            self._set(
-                row,
-                move,
-                status=q.MOVE_FAILED,
-                detail=f"Nova's live migration ended {ended[0].status}; the instance stays "
-                f"on {row.host_name}",
-                ended_at=self.clock.now(),
+        newest = made[0] if made else None
+        elsewhere = bool(server.host) and server.host != row.host_name and not server.task_state
+        now = self.clock.now()
+        if newest is not None and newest.outcome == SUCCEEDED:
+            target = newest.dest_compute or server.host
+            self._set(row, move, status=q.MOVED, target=target, ended_at=now)
+            quarantine_metrics.migration("moved", (now - sent).total_seconds())
+        elif elsewhere and (newest is None or newest.outcome == FAILED):
+            # Moved, not by this live migration: the host failure's evacuation.
+            detail = f"moved to {server.host} by another (an evacuation)"
+            self._set(row, move, status=q.LEFT, detail=detail, ended_at=now)
+        elif newest is not None and newest.outcome == FAILED and not server.task_state:
+            detail = (
+                f"Nova's live migration ended {newest.status}; the instance stays on "
+                f"{row.host_name}"
             )
+            self._set(row, move, status=q.MOVE_FAILED, detail=detail, ended_at=now)
             quarantine_metrics.migration("failed")
-            return
-        waited = self.clock.now() - sent
-        if not made and waited > UNSEEN_GRACE:
-            self._set(
-                row,
-                move,
-                status=q.MOVE_FAILED,
-                detail="Nova recorded no live migration for it",
-                ended_at=self.clock.now(),
-            )
+        elif newest is None and not server.task_state and now - sent > UNSEEN_GRACE:
+            detail = "Nova recorded no live migration for it"
+            self._set(row, move, status=q.MOVE_FAILED, detail=detail, ended_at=now)
             quarantine_metrics.migration("failed")
-        elif waited.total_seconds() > self.conf.quarantine.migration_timeout:
-            self._set(
-                row,
-                move,
-                status=q.LEFT,
-                detail="not moved within [quarantine] migration_timeout",
-                ended_at=self.clock.now(),
-            )
+        elif (now - sent).total_seconds() > self.conf.quarantine.migration_timeout:
+            detail = "not moved within [quarantine] migration_timeout"
+            self._set(row, move, status=q.LEFT, detail=detail, ended_at=now)
             quarantine_metrics.migration("timeout")
 
     def _outcome(self, uuid: str) -> tuple[str, str]:
