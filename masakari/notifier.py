@@ -35,6 +35,8 @@ VERSIONS = {
     "NotificationApiPayload": "1.0",
     "ExceptionPayload": "1.0",
     "FailoverSegment": "1.1",
+    # The project's own: a fire drill's outcome (masakari.db.drills.view), ``drill.end``.
+    "DrillPayload": "1.0",
 }
 
 Payload = dict[str, Any]

@@ -409,6 +409,12 @@ class NovaClient:
         LOG.info("Evacuate instance %s to %s", server_id, host or "a host Nova chooses")
         self._action(server_id, {"evacuate": {"host": host} if host else {}})
 
+    def live_migrate(self, server_id: str, host: str) -> None:
+        """os-migrateLive to ``host``, checked by Nova's scheduler (2.53: ``block_migration``
+        auto, no ``force``): a fire drill moving its canaries back to their host."""
+        LOG.info("Live-migrate instance %s to %s", server_id, host)
+        self._action(server_id, {"os-migrateLive": {"host": host, "block_migration": "auto"}})
+
     # --- aggregates -------------------------------------------------------------------------
 
     def list_aggregates(self) -> list[Aggregate]:

@@ -43,6 +43,8 @@ PROJECT_TABLES = (
     "masakari_detector_leases",
     "masakari_failure_evidence",
     "masakari_detector_shadow_reports",
+    "masakari_drills",
+    "masakari_drill_phases",
 )
 # CREATE INDEX statements (SQLite, PostgreSQL) and the KEY lines of MySQL's CREATE TABLE.
 _INDEX_STATEMENT = re.compile(r"^CREATE INDEX (\w+) ON (?:public\.)?(\w+) ")

@@ -39,7 +39,7 @@ import sys
 import threading
 import uuid
 import zlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import parse_qsl, urlencode, urlsplit
@@ -175,6 +175,8 @@ class Server:
     image: str | None = None
     # What Nova recorded of the requests it accepted (GET /servers/{id}/os-instance-actions).
     actions: list[InstanceAction] = dataclasses.field(default_factory=list)
+    # Server tags (shown from 2.26): fire drills' canaries carry one.
+    tags: list[str] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass
@@ -719,6 +721,7 @@ class NovaSimulator:
         tenant_id: str = MEMBER_PROJECT_ID,
         flavor: Flavor | None = None,
         image: str | None = None,
+        tags: Sequence[str] = (),
     ) -> str:
         """Adds a server; servers added later are newer (listed first, as Nova does). Its
         flavor's resources are allocated in Placement on its host."""
@@ -735,6 +738,7 @@ class NovaSimulator:
             tenant_id=tenant_id,
             flavor=flavor or Flavor(),
             image=image,
+            tags=list(tags),
         )
         with self.lock:
             self.servers.append(srv)
@@ -1266,6 +1270,7 @@ class NovaSimulator:
             "OS-EXT-SRV-ATTR:instance_name": "instance-" + s.id[:8],
             "OS-EXT-AZ:availability_zone": svc.zone if svc else "nova",
             "os-extended-volumes:volumes_attached": [],
+            "tags": list(s.tags),
         }
 
     @staticmethod
@@ -1742,6 +1747,43 @@ ROUTES: list[tuple[str, tuple[str, ...], Handler]] = [
     ("GET", ("os-server-groups",), list_server_groups),
     ("POST", ("os-aggregates", "*", "action"), aggregate_action),
 ]
+
+
+def live_migrate(sim: NovaSimulator, req: Request, srv: Server, arg: Any) -> tuple[int, Any]:
+    """os-migrateLive to a named host, done at once: the scheduler's checks on the target
+    (enabled, up, room), then the move and its Placement allocation."""
+    _require_admin(req, "os_compute_api:os-migrate-server:migrate_live")
+    arg = arg if isinstance(arg, dict) else {}
+    target = arg.get("host")
+    if srv.vm_state != "active" or srv.task_state:
+        raise NovaFault(
+            409, f"Cannot 'os-migrateLive' instance {srv.id} while it is in vm_state {srv.vm_state}"
+        )
+    source = sim._service_on(srv.host)
+    if source is None or sim.service_state(source) != "up":
+        raise NovaFault(400, f"Compute service of {srv.host} is unavailable at this time.")
+    dest = sim._service_on(target) if target else None
+    if dest is None:
+        raise NovaFault(400, f"Compute host {target} could not be found.")
+    if (
+        dest.status != "enabled"
+        or sim.service_state(dest) != "up"
+        or not sim.placement.fits(dest.hypervisor_hostname, srv.flavor.resources())
+    ):
+        raise NovaFault(400, f"No valid host was found. Host {target} cannot take the instance.")
+    recorded = _record(sim, req, srv, "live-migration")
+    now = sim.clock.now()
+    sim.placement.free(srv.id, sim._hypervisor_of(srv.host))
+    sim.placement.allocate(
+        srv.id, sim._hypervisor_of(target), srv.flavor.resources(), srv.tenant_id, srv.user_id
+    )
+    recorded.events.append(
+        ActionEvent("compute_live_migration", now, now, "Success", host=srv.host)
+    )
+    srv.host = target
+    return 202, None
+
+
 ACTIONS: dict[str, Callable[[NovaSimulator, Request, Server, Any], tuple[int, Any]]] = {
     "lock": lock,
     "unlock": unlock,
@@ -1749,6 +1791,7 @@ ACTIONS: dict[str, Callable[[NovaSimulator, Request, Server, Any], tuple[int, An
     "os-stop": stop,
     "os-start": start,
     "evacuate": evacuate,
+    "os-migrateLive": live_migrate,
 }
 
 
