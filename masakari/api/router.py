@@ -20,7 +20,15 @@ import webob.exc
 
 from masakari import exception
 from masakari.api import errors, faults, microversion, outage
-from masakari.api.handlers import extensions, hosts, notifications, segments, versions, vmoves
+from masakari.api.handlers import (
+    drills,
+    extensions,
+    hosts,
+    notifications,
+    segments,
+    versions,
+    vmoves,
+)
 from masakari.api.request import CONTEXT_KEY, ApiRequest, Handler, Reply
 
 
@@ -64,6 +72,9 @@ ROUTES: dict[str, Mapping[str, Target]] = {
     },
     # 1.5 (issue 9): below it, or when api_max_microversion is lower, an unknown path.
     "/segments/{segment_id}/hosts/{id}/recovery_plan": {"GET": hosts.recovery_plan},
+    # 1.9 (issue 29): fire drills, an unknown path below it, as recovery_plan.
+    "/segments/{segment_id}/drills": {"POST": drills.create, "GET": drills.index},
+    "/segments/{segment_id}/drills/{drill_id}": {"GET": drills.show},
     "/notifications": {"POST": notifications.create, "GET": notifications.index},
     "/notifications/new": {"GET": "new"},
     "/notifications/{id}/action": {"POST": Since("1.4", notifications.action, "action")},

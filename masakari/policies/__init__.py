@@ -6,6 +6,7 @@ from oslo_policy import policy
 
 from masakari.policies import (
     base,
+    drills,
     extension_info,
     hosts,
     notifications,
@@ -15,7 +16,7 @@ from masakari.policies import (
 )
 
 # Order of the sample policy file, as in the reference's.
-_MODULES = (base, extension_info, hosts, notifications, segments, versions, vmoves)
+_MODULES = (base, extension_info, hosts, notifications, segments, versions, vmoves, drills)
 
 
 def list_rules() -> list[policy.RuleDefault]:

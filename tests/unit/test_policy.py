@@ -13,6 +13,7 @@ import masakari.conf
 from masakari import exception, policies, policy
 from masakari.policies import (
     base,
+    drills,
     extension_info,
     hosts,
     notifications,
@@ -80,6 +81,9 @@ def test_constants_name_the_rules() -> None:
         hosts.DISCOVERABLE,
         hosts.RECOVERY_PLAN,
         segments.READINESS,
+        drills.CREATE,
+        drills.INDEX,
+        drills.SHOW,
         notifications.INDEX,
         notifications.DETAIL,
         notifications.CREATE,
@@ -133,6 +137,9 @@ def test_documented_operations() -> None:
         segments.UPDATE: [("PUT", "/segments/{segment_id}")],
         segments.DELETE: [("DELETE", "/segments/{segment_id}")],
         segments.READINESS: [("GET", "/segments/{segment_id}/readiness")],
+        drills.CREATE: [("POST", "/segments/{segment_id}/drills")],
+        drills.INDEX: [("GET", "/segments/{segment_id}/drills")],
+        drills.SHOW: [("GET", "/segments/{segment_id}/drills/{drill_id}")],
         versions.INDEX: [("GET", "/")],
         vmoves.INDEX: [("GET", "/notifications/{notification_id}/vmoves")],
         vmoves.DETAIL: [("GET", "/notifications/{notification_id}/vmoves/{vmove_id}")],
