@@ -50,7 +50,7 @@ def run(conf: cfg.ConfigOpts) -> None:
                 conf,
                 db,
                 _segment_uuid(db, args.segment),
-                args.host,
+                args.drill_host,
                 no_fence=args.no_fence,
                 allow_untagged=args.allow_untagged,
                 move_back=args.move_back,
@@ -166,7 +166,7 @@ def add_parsers(subparsers: Any) -> None:
     actions.required = True
     run_ = actions.add_parser("run", help="fence, disable, evacuate HOST's canaries, restore")
     run_.add_argument("segment", help="the segment (uuid or name)")
-    run_.add_argument("--host", required=True, help="the host (name or uuid)")
+    run_.add_argument("--host", dest="drill_host", required=True, help="the host (name or uuid)")
     run_.add_argument(
         "--no-fence",
         dest="no_fence",

@@ -510,6 +510,11 @@ class NovaSimulator:
         self._flaky_rng = random.Random(0)
         # Evacuations the simulator acted on (accepted), per server: what drills count.
         self.evacuations_accepted: dict[str, int] = {}
+        # Nova (2023.2 on) refuses to unset forced_down on a host with evacuations "done"
+        # from it, until its nova-compute restarts (init_host moves them to "completed").
+        # Off by default: the older drills unforce hosts that never restarted.
+        self.force_up_checks_evacuations = False
+        self.done_evacuations: dict[str, int] = {}
         # Rebuilds Nova runs at once (its computes' max_concurrent_builds, the storage): more
         # are accepted and wait for a slot, as Nova queues them. None: no limit.
         self.evacuation_limit = evacuation_limit
@@ -866,6 +871,8 @@ class NovaSimulator:
 
     def power_on(self, host: str) -> None:
         with self.lock:
+            # nova-compute starts again: its init_host completes the evacuations from it.
+            self.done_evacuations.pop(host, None)
             for s in self.services:
                 if s.host == host:
                     s.alive, s.last_heartbeat = True, self.clock.now()
@@ -1149,6 +1156,8 @@ class NovaSimulator:
             self.evacuation_ends.append(ev.due or now)
             srv = self._server(ev.server)
             srv.task_state = None
+            if ev.dest is not None and srv.host is not None:
+                self.done_evacuations[srv.host] = self.done_evacuations.get(srv.host, 0) + 1
             if ev.dest is not None:
                 self._host_moves.append((ev.due or now, srv.id, ev.dest))
                 srv.vm_state = "active" if srv.vm_state == "error" else srv.vm_state
@@ -1424,6 +1433,14 @@ def update_service(sim: NovaSimulator, req: Request) -> tuple[int, Any]:
     if "disabled_reason" in body and status != "disabled":
         raise NovaFault(
             400, "Specifying 'disabled_reason' with status other than 'disabled' is invalid."
+        )
+    if forced is False and sim.force_up_checks_evacuations and sim.done_evacuations.get(svc.host):
+        raise NovaFault(
+            400,
+            f"Invalid input received: Unable to force up host {svc.host} as `done` evacuation "
+            "migration records remain associated with the host. Ensure the compute service "
+            "has been restarted, allowing these records to move to `completed` before "
+            "retrying this request.",
         )
     before = (svc.status, svc.disabled_reason, svc.forced_down)
     if status == "enabled":

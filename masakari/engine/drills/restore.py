@@ -9,8 +9,11 @@ up is never enabled: it is left disabled and on maintenance, and the drill fails
 
 from __future__ import annotations
 
+import datetime
 import functools
+from collections.abc import Callable
 
+from masakari.compute.nova import NovaRequestError
 from masakari.compute.servers import Service, compute_service
 from masakari.db import hosts as hosts_db
 from masakari.engine.drills.run import power_driver
@@ -26,11 +29,13 @@ def restore(run: DrillRun) -> None:
     with run.phase("restore", run.conf.drill.service_up_timeout) as notes:
         if not run.no_fence:
             _power_on(run, notes)
-        service = _service(run)
-        if service.forced_down:
-            run.call(lambda: run.nova.force_down_service(service.id, False))
-            notes.append("forced_down unset")
-        run.wait(_up(run), run.conf.drill.service_up_timeout, "nova-compute up")
+        timeout = run.conf.drill.service_up_timeout
+        run.wait(_forced_up(run, notes), timeout, "forced_down unset")
+        # Nova counts a service up while its last heartbeat is younger than
+        # service_down_time: a host powered off seconds ago still reads up. Only a
+        # heartbeat written after the last change proves nova-compute runs again.
+        since = _service(run).updated_at
+        run.wait(_up(run, since), timeout, "nova-compute up (a new heartbeat)")
         notes.append("nova-compute up")
     moved: DrillFailed | None = None
     if run.move_back and any(c.get("landed") for c in state.canaries):
@@ -79,10 +84,40 @@ def _service(run: DrillRun) -> Service:
     return compute_service(run.call(lambda: run.nova.find_compute_services(run.host)), run.host)
 
 
-def _up(run: DrillRun):  # type: ignore[no-untyped-def]
+def _forced_up(run: DrillRun, notes: list[str]) -> Callable[[], bool | None]:
+    """Unset forced_down, again while Nova refuses it: Nova (2023.2 on) keeps a host with
+    evacuations ``done`` from it forced down until its nova-compute has restarted (which
+    completes them), so the restart has to come first: the power on does it, or, with
+    no_fence, whoever restarts nova-compute on the host."""
+    refused: list[str] = []
+
+    def done() -> bool | None:
+        service = _service(run)
+        if not service.forced_down:
+            return True
+        try:
+            run.call(lambda: run.nova.force_down_service(service.id, False))
+        except NovaRequestError as exc:
+            if exc.status != 400:
+                raise
+            if not refused:
+                refused.append(str(exc))
+                notes.append(f"forced_down kept by Nova until nova-compute restarts: {exc}")
+            return None
+        notes.append("forced_down unset")
+        return True
+
+    return done
+
+
+def _up(run: DrillRun, since: datetime.datetime | None) -> Callable[[], Service | None]:
     def done() -> Service | None:
         service = _service(run)
-        return service if service.state == "up" and not service.forced_down else None
+        if service.state != "up" or service.forced_down:
+            return None
+        if since is not None and (service.updated_at is None or service.updated_at <= since):
+            return None
+        return service
 
     return done
 

@@ -8,9 +8,11 @@ and masakari's rows after the drill; never on logs.
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import signal
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -347,3 +349,84 @@ def test_an_engine_killed_mid_drill_is_taken_over_and_the_host_restored(
     assert ("evacuate", "running") in phases  # what engine A left
     assert phases[-2:] == [("restore", "ok"), ("return", "ok")]
     assert json.loads(json.dumps(found["report"]))["restored"] is True
+
+
+def test_nova_keeps_a_host_forced_down_until_its_compute_restarts(
+    db: Database, sim: NovaSimulator, bmcs: Any, engine_factory: Any, tmp_path: Path
+) -> None:
+    """As Nova 2023.2 on: forced_down stays while evacuations are `done` from the host; the
+    restore's power on restarts nova-compute, which completes them, and the unset follows."""
+    sim.force_up_checks_evacuations = True
+    bmc, segment, host, path = _cloud(db, sim, bmcs, tmp_path)
+    canary = sim.add_server(host="compute-1", tags=[TAG])
+    _, conf = _engine(engine_factory, sim, path)
+
+    found = _ended(db, drills_api.request(conf, db, segment, "compute-1")["id"])
+
+    assert found["status"] == "succeeded", found
+    assert sim.server(canary)["OS-EXT-SRV-ATTR:host"] == "compute-2"
+    _restored(db, sim, bmc, host)
+
+
+def test_without_fencing_the_restore_waits_for_a_restart_of_nova_compute(
+    db: Database, sim: NovaSimulator, bmcs: Any, engine_factory: Any, tmp_path: Path
+) -> None:
+    """no_fence: nothing restarts nova-compute, so Nova keeps it forced down; the restore
+    waits (service_up_timeout) for the operator's restart, then returns the host."""
+    sim.force_up_checks_evacuations = True
+    bmc, segment, host, path = _cloud(db, sim, bmcs, tmp_path)
+    sim.add_server(host="compute-1", tags=[TAG])
+    _, conf = _engine(engine_factory, sim, path)
+    drill = drills_api.request(conf, db, segment, "compute-1", no_fence=True)
+
+    def refused() -> bool:
+        phases = drills_api.get(db, None, drill["id"])["phases"]
+        return any("kept by Nova" in (p["detail"] or "") for p in phases) or any(
+            p["name"] == "restore" and p["result"] == "running" for p in phases
+        )
+
+    wait_for(refused, 30, "the restore under way")
+    assert sim.service("compute-1")["forced_down"] is True
+    sim.power_on("compute-1")  # the operator restarts nova-compute
+    found = _ended(db, drill["id"])
+
+    assert found["status"] == "succeeded", found
+    restore = next(p for p in found["phases"] if p["name"] == "restore")
+    assert "forced_down kept by Nova until nova-compute restarts" in restore["detail"]
+    _restored(db, sim, bmc, host)
+
+
+def test_a_host_is_enabled_only_once_it_heartbeats_again(
+    db: Database, sim: NovaSimulator, bmcs: Any, engine_factory: Any, tmp_path: Path
+) -> None:
+    """Seconds after its power off a host still reads up in Nova (its last heartbeat is
+    younger than service_down_time): the restore waits for a heartbeat after the power on,
+    here 2 s late as a booting nova-compute's, before it enables the host."""
+    bmc = bmcs()
+    sim.add_service("compute-1")
+    sim.add_service("compute-2")
+    booted: list[datetime.datetime] = []
+
+    def boot() -> None:
+        booted.append(datetime.datetime.now(datetime.UTC).replace(tzinfo=None))
+        sim.power_on("compute-1")
+
+    def follow(state: str) -> None:
+        if state == "off":
+            sim.power_off("compute-1")
+        else:
+            threading.Timer(2.0, boot).start()
+
+    bmc.on_power_change(follow)
+    segment = add_segment(db)
+    host = add_host(db, segment, "compute-1")
+    add_host(db, segment, "compute-2")
+    sim.add_server(host="compute-1", tags=[TAG])
+    _, conf = _engine(engine_factory, sim, fencing_file(tmp_path, {"compute-1": [ipmi(bmc)]}))
+
+    found = _ended(db, drills_api.request(conf, db, segment, "compute-1")["id"])
+
+    assert found["status"] == "succeeded", found
+    returned = next(p for p in found["phases"] if p["name"] == "return")
+    assert booted and datetime.datetime.fromisoformat(returned["started_at"]) >= booted[0]
+    _restored(db, sim, bmc, host)
