@@ -90,6 +90,15 @@ def _restored(cloud: Cloud, deployment: Masakari, segment: str, bmc: FakeBMC) ->
     assert (service["status"], service["forced_down"], service["state"]) == ("enabled", False, "up")
     assert bmc.power == "on" and cloud.compute_running(HOST)
     assert records.masakari_host(deployment, segment, HOST)["on_maintenance"] is False
+    # Placement: Nova took the disabled trait off compute-1's provider when it was enabled.
+    wait_for("compute-1's provider schedulable", lambda: not cloud.disabled_providers(), 30)
+
+
+def _allocated_on(cloud: Cloud, server: str) -> list[str]:
+    """The resource providers (by name) Placement holds the server's allocations on."""
+    names = {p["uuid"]: p["name"] for p in cloud.resource_providers()}
+    held = cloud.placement.get(f"/allocations/{server}").json()["allocations"]
+    return sorted(names[uuid] for uuid in held)
 
 
 def test_cli_drill_fences_evacuates_and_restores(
@@ -139,6 +148,9 @@ def test_cli_drill_fences_evacuates_and_restores(
         records.assert_recovered(cloud, server, HOST, "active")
     landed = {c["id"]: c["landed"] for c in drill["report"]["canaries"]}
     assert landed == {s: records.host_of(cloud.server(s)) for s in canaries}
+    # Placement: each canary's resources held where it runs, none left on compute-1.
+    for server in canaries:
+        assert _allocated_on(cloud, server) == [landed[server]]
     # The BMC: powered off, read off, powered on; compute-1 is back, enabled, not forced down.
     commands = [c for i, c in enumerate(bmc.commands) if i == 0 or bmc.commands[i - 1] != c]
     assert commands.index("off") < commands.index("on")
@@ -189,6 +201,7 @@ def test_api_drill_without_fencing_moves_the_canary_back(
     assert records.vm_state(cloud.server(canary)) == "active"
     actions = records.action_names(cloud, canary)
     assert actions[-2:] == ["evacuate", "live-migration"], actions
+    assert _allocated_on(cloud, canary) == [HOST]
     _restored(cloud, deployment, segment, bmc)
 
 
@@ -223,3 +236,45 @@ def test_an_untagged_server_refuses_the_drill_and_nothing_changes(
     assert records.action_names(cloud, tenant) == ["create"]
     assert bmc.commands.count("off") == 0
     _restored(cloud, deployment, segment, bmc)
+
+
+def test_an_engine_killed_mid_drill_is_taken_over_and_the_host_restored(
+    cloud: Cloud, masakari: Callable[..., Masakari], bmc: FakeBMC, tmp_path: Path
+) -> None:
+    canaries = _canaries(cloud, 2)
+    deployment = masakari(_sections(tmp_path, bmc), engines=2)
+    segment = deployment.segment("drill-seg", HOSTS)
+    answer = deployment.api.post(
+        f"/segments/{segment}/drills", json={"drill": {"host": HOST}}, headers=V19
+    )
+    assert answer.status_code == 202, answer.text
+    path = f"/segments/{segment}/drills/{answer.json()['drill']['id']}"
+
+    def fenced() -> dict[str, Any] | None:
+        found = deployment.api.get(path, headers=V19).json()["drill"]
+        done = [p["name"] for p in found["phases"] if p["result"] == "ok"]
+        return found if "fence" in done else None
+
+    running = wait_for("compute-1 fenced", fenced, 120, 0.2)
+    owner = running["engine"]
+    index = next(i for i, p in enumerate(deployment.engines) if f":{p.pid}:" in owner)
+    deployment.kill_engine(index)
+    # What the dead engine left: compute-1 off and forced down in Nova, on maintenance.
+    assert bmc.power == "off" and cloud.services()[HOST]["forced_down"] is True
+    assert records.masakari_host(deployment, segment, HOST)["on_maintenance"] is True
+
+    def ended() -> dict[str, Any] | None:
+        found = deployment.api.get(path, headers=V19).json()["drill"]
+        return found if found["status"] in ("succeeded", "failed") else None
+
+    drill = wait_for("the drill taken over and ended", ended, 300, 1)
+    _record(tmp_path, drill)
+
+    assert drill["status"] == "failed"
+    assert drill["failure_reason"].startswith("the engine that ran it stopped during its ")
+    assert drill["engine"] != owner
+    assert [p["name"] for p in drill["phases"]][-2:] == ["restore", "return"]
+    _restored(cloud, deployment, segment, bmc)
+    for server in canaries:  # wherever the dead engine left them: running, not in error
+        assert records.vm_state(cloud.server(server)) == "active"
+        assert _allocated_on(cloud, server) == [records.host_of(cloud.server(server))]
