@@ -126,8 +126,10 @@ class DrillRunner:
         if future is not None:
             concurrent.futures.wait([future], timeout=grace)
         self._pool.shutdown(wait=False, cancel_futures=True)
-        if active is None or not self._busy():
+        if active is None:
             return
+        # Released whether or not its thread has unwound: a drill that ended is no longer
+        # ``running``, and the release (a conditional update) then changes nothing.
         drill_uuid, lease, _ = active
         lease.lose()
         now = self.clock.now()
@@ -140,10 +142,6 @@ class DrillRunner:
             )
         except Exception:
             LOG.warning("Drill %s: not given up (its claim runs out instead)", drill_uuid)
-
-    def _busy(self) -> bool:
-        with self._lock:
-            return self._active is not None
 
     def _run(self, claimed: drills_db.Claimed, lease: Lease, cancel: threading.Event) -> None:
         try:

@@ -13,6 +13,7 @@ import json
 import os
 import signal
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from masakari.db.database import Database
 from masakari.engine.fencing import HostFencing
 from masakari.ha import drills as drills_api
 from tests.fakes.nova import NovaSimulator
+from tests.fakes.placement import Flavor
 from tests.support.engine import (
     HOST_DOWN,
     add_host,
@@ -429,4 +431,52 @@ def test_a_host_is_enabled_only_once_it_heartbeats_again(
     assert found["status"] == "succeeded", found
     returned = next(p for p in found["phases"] if p["name"] == "return")
     assert booted and datetime.datetime.fromisoformat(returned["started_at"]) >= booted[0]
+    _restored(db, sim, bmc, host)
+
+
+def test_a_canary_the_plan_has_no_room_for_refuses_the_drill(
+    db: Database, sim: NovaSimulator, bmcs: Any, engine_factory: Any, tmp_path: Path
+) -> None:
+    bmc = bmcs()
+    sim.add_service("compute-1")
+    sim.add_service("compute-2", vcpus=2)
+    sim.tie_power("compute-1", bmc)
+    segment = add_segment(db)
+    host = add_host(db, segment, "compute-1")
+    add_host(db, segment, "compute-2")
+    big = sim.add_server(host="compute-1", tags=[TAG], flavor=Flavor("m1.large", 4, 8192, 80))
+    _, conf = _engine(engine_factory, sim, fencing_file(tmp_path, {"compute-1": [ipmi(bmc)]}))
+    sim.clear_calls()
+
+    found = _ended(db, drills_api.request(conf, db, segment, "compute-1")["id"])
+
+    assert found["status"] == "failed"
+    assert found["failure_reason"].startswith(f"check: the recovery plan leaves behind {big}")
+    assert [c for c in sim.calls if c.method != "GET"] == []
+    assert bmc.commands.count("off") == 0
+    _restored(db, sim, bmc, host)
+
+
+def test_an_engine_that_stops_gives_its_drill_up_at_once(
+    db: Database, sim: NovaSimulator, bmcs: Any, engine_factory: Any, tmp_path: Path
+) -> None:
+    """Claims that would last a minute: the other engine restores the host within seconds
+    only because the stopping one released its drill."""
+    bmc, segment, host, path = _cloud(db, sim, bmcs, tmp_path)
+    canary = sim.add_server(host="compute-1", tags=[TAG])
+    sim.set_evacuate_delay(60)
+    slow_claims = {"engine_claim_timeout": 60, "engine_claim_renew_interval": 1}
+    engine_a, conf = _engine(engine_factory, sim, path, **slow_claims)
+    drill = drills_api.request(conf, db, segment, "compute-1")
+    wait_for(lambda: sim.actions(canary) == ["evacuate"], 30, "engine A evacuates")
+
+    engine_a.stop(grace=0.5)
+    sim.set_evacuate_delay(0)
+    stopped = time.monotonic()
+    _engine(engine_factory, sim, path, **slow_claims)
+    found = _ended(db, drill["id"], timeout=30)
+
+    assert time.monotonic() - stopped < 30
+    assert found["status"] == "failed"
+    assert found["failure_reason"].startswith("the engine that ran it stopped during its evacuate")
     _restored(db, sim, bmc, host)
