@@ -4,10 +4,10 @@ Tree::
 
     MasakariError
     ├── Invalid ── InvalidInput, ValidationError, InvalidSortKey, InvalidMarker,
-    │              DuplicateNotification, HostOnMaintenance, MalformedURL, ...
+    │              DuplicateNotification, HostOnMaintenance, MalformedURL, DrillsDisabled, ...
     ├── NotFound ── SegmentNotFound, HostNotFound, NotificationNotFound, VMoveNotFound,
-    │               MarkerNotFound, ComputeNotFoundByName, ...
-    ├── Conflict ── SegmentInUse, HostInUse, SegmentExists, HostExists
+    │               MarkerNotFound, ComputeNotFoundByName, DrillNotFound, ...
+    ├── Conflict ── SegmentInUse, HostInUse, SegmentExists, HostExists, DrillHostBusy
     ├── Forbidden ── PolicyNotAuthorized
     ├── NovaError ── NovaTimeout (a Nova call failed; carries Nova's status)
     └── recovery outcomes: SkipRecovery, RecoveryFailure, ReservedHostsUnavailable, ...
@@ -50,6 +50,14 @@ class InvalidInput(Invalid):
 
 class ValidationError(Invalid):
     msg_fmt = "%(detail)s"
+
+
+class DrillsDisabled(Invalid):
+    msg_fmt = "Fire drills are off: set [drill] enabled = true on masakari-api and masakari-engine."
+
+
+class DrillRefused(Invalid):
+    msg_fmt = "Drill refused: %(reason)s"
 
 
 class MalformedRequestBody(Invalid):
@@ -128,6 +136,10 @@ class VMoveNotFound(NotFound):
     msg_fmt = "No vm move with id %(id)s."
 
 
+class DrillNotFound(NotFound):
+    msg_fmt = "Drill %(uuid)s of segment %(segment)s could not be found."
+
+
 class ComputeNotFoundByName(NotFound):
     msg_fmt = "Compute service with name %(compute_name)s could not be found."
 
@@ -150,6 +162,10 @@ class SegmentInUse(Conflict):
 
 class HostInUse(Conflict):
     msg_fmt = "Host %(uuid)s can't be updated as it is in-use to process notifications."
+
+
+class DrillHostBusy(Conflict):
+    msg_fmt = "Host %(host)s is busy: %(why)s."
 
 
 class Forbidden(MasakariError):

@@ -37,6 +37,8 @@ VERSIONS = {
     "FailoverSegment": "1.1",
     # The project's own (quarantine.start/end): no reference object has this name.
     "QuarantinePayload": "1.0",
+    # The project's own: a fire drill's outcome (masakari.db.drills.view), ``drill.end``.
+    "DrillPayload": "1.0",
 }
 
 Payload = dict[str, Any]

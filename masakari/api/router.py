@@ -21,6 +21,7 @@ import webob.exc
 from masakari import exception
 from masakari.api import errors, faults, microversion, outage
 from masakari.api.handlers import (
+    drills,
     extensions,
     hosts,
     notifications,
@@ -76,6 +77,9 @@ ROUTES: dict[str, Mapping[str, Target]] = {
     "/quarantines": {"GET": quarantines.index},
     "/quarantines/{id}": {"GET": quarantines.show},
     "/quarantines/{id}/action": {"POST": quarantines.action},
+    # 1.9 (issue 29): fire drills, an unknown path below it, as recovery_plan.
+    "/segments/{segment_id}/drills": {"POST": drills.create, "GET": drills.index},
+    "/segments/{segment_id}/drills/{drill_id}": {"GET": drills.show},
     "/notifications": {"POST": notifications.create, "GET": notifications.index},
     "/notifications/new": {"GET": "new"},
     "/notifications/{id}/action": {"POST": Since("1.4", notifications.action, "action")},

@@ -1,7 +1,8 @@
 """masakari-manage: ``db sync [VERSION]``, ``db version``, ``db purge``, ``engine list``,
 ``notification show UUID [--html FILE]``, and the project's ``notification release|cancel
 UUID`` (held notifications), ``host plan HOST``, ``segment check [SEGMENT]``,
-``detection shadow [--hours N]`` and ``config recommended [--merge FILE]``.
+``detection shadow [--hours N]``, ``config recommended [--merge FILE]`` and ``drill
+run|show|list`` (fire drills, masakari.cmd.drill).
 
 Exit codes, as the reference's: 0 success; 1 the command refused its arguments or failed
 (database error, unknown revision); 2 bad usage or unreadable configuration files.
@@ -547,7 +548,22 @@ COMMANDS: dict[str, dict[str, Callable[[cfg.ConfigOpts], None]]] = {
     },
     "engine": {"list": engine_list},
     "detection": {"shadow": detection_shadow},
+    "drill": {
+        "run": lambda conf: _drill("run", conf),
+        "show": lambda conf: _drill("show", conf),
+        "list": lambda conf: _drill("list_", conf),
+    },
 }
+
+
+def _drill(command: str, conf: cfg.ConfigOpts) -> None:
+    """Fire drills (masakari.cmd.drill): their failures as this command's."""
+    from masakari.cmd import drill
+
+    try:
+        getattr(drill, command)(conf)
+    except drill.DrillCommandFailed as exc:
+        raise CommandError(str(exc)) from exc
 
 
 def _add_parsers(subparsers: Any) -> None:  # argparse's _SubParsersAction is private
@@ -589,6 +605,9 @@ def _add_parsers(subparsers: Any) -> None:  # argparse's _SubParsersAction is pr
     actions = engine.add_subparsers(dest="action")
     actions.required = True
     actions.add_parser("list", help="each engine and its last heartbeat")
+    from masakari.cmd import drill
+
+    drill.add_parsers(subparsers)
     detection = subparsers.add_parser("detection", help="the failure detector")
     actions = detection.add_subparsers(dest="action")
     actions.required = True

@@ -36,6 +36,8 @@ class Server:
     tenant_id: str = ""
     image_id: str = ""  # empty: booted from a volume
     flavor: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    # Server tags (in the server body from compute 2.26): fire drills look for their canaries.
+    tags: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, server: Mapping[str, Any] | Server) -> Server:
@@ -58,6 +60,7 @@ class Server:
             tenant_id=str(server.get("tenant_id") or ""),
             image_id=str(image_id or ""),
             flavor=dict(flavor) if isinstance(flavor, Mapping) else {},
+            tags=tuple(str(t) for t in server.get("tags") or ()),
         )
 
     @property

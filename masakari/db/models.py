@@ -165,6 +165,7 @@ class VMove(_SoftDelete, Base):
 
 # --- the project's own tables (migrations b6e0c1a2f9d4, e7a2c9d41f03, c3f1d8a7b2e5,
 # c3d5f7a9b1e2, a3d5f7c9e1b2, d4e6f8a0b2c4, f2b4d6e8a0c1, f1c3e5a7b9d2, a7c9e1b3d5f8,
+# b8d0f2a4c6e9,
 # after the reference's head)
 
 
@@ -427,6 +428,65 @@ class FenceCheck(Base):
     engine: Mapped[str] = mapped_column(String(255), nullable=False)
 
 
+class Drill(Base):
+    """A fire drill on one host (migration b8d0f2a4c6e9): the database is its work queue.
+
+    ``new`` until an engine claims it (``owner``, ``token``, ``lease_expires_at``, renewed
+    while it runs), ``running``, then ``succeeded`` or ``failed``. ``active_host`` holds the
+    host's uuid until the drill ends: its unique key lets one drill at a time run on a host
+    without a lock (two creations conflict on the insert). ``report``: JSON, the canaries,
+    the plan's predictions and what was measured.
+    """
+
+    __tablename__ = "masakari_drills"
+    __table_args__ = (
+        UniqueConstraint("uuid", name="uniq_drill0uuid"),
+        UniqueConstraint("active_host", name="uniq_drill0active_host"),
+        Index("drills_segment_idx", "segment_uuid", "id"),
+        Index("drills_status_idx", "status", "id"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    uuid: Mapped[str] = mapped_column(String(36), nullable=False)
+    segment_uuid: Mapped[str] = mapped_column(String(36), nullable=False)
+    host_uuid: Mapped[str] = mapped_column(String(36), nullable=False)
+    host_name: Mapped[str] = mapped_column(String(255), nullable=False)
+    active_host: Mapped[str | None] = mapped_column(String(36))
+    status: Mapped[str] = mapped_column(String(16), nullable=False)
+    no_fence: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
+    allow_untagged: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
+    move_back: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
+    requested_by: Mapped[str] = mapped_column(String(16), nullable=False)
+    owner: Mapped[str | None] = mapped_column(String(255))
+    token: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    # Bumped by every fenced write: a takeover racing with it conflicts on the row.
+    fence: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    lease_expires_at: Mapped[datetime.datetime | None] = mapped_column(PreciseTime)
+    failure_reason: Mapped[str | None] = mapped_column(Text)
+    report: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime.datetime] = mapped_column(PreciseTime, nullable=False)
+    started_at: Mapped[datetime.datetime | None] = mapped_column(PreciseTime)
+    ended_at: Mapped[datetime.datetime | None] = mapped_column(PreciseTime)
+
+
+class DrillPhase(Base):
+    """One timed phase of a drill (migration b8d0f2a4c6e9): written when it starts
+    (``result`` ``running``) and completed when it ends, by the claim's holder."""
+
+    __tablename__ = "masakari_drill_phases"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    drill_uuid: Mapped[str] = mapped_column(String(36), nullable=False)
+    name: Mapped[str] = mapped_column(String(32), nullable=False)
+    # running, ok, late (ok, past the plan's prediction), failed
+    result: Mapped[str] = mapped_column(String(16), nullable=False)
+    token: Mapped[int] = mapped_column(Integer, nullable=False)
+    started_at: Mapped[datetime.datetime] = mapped_column(PreciseTime, nullable=False)
+    ended_at: Mapped[datetime.datetime | None] = mapped_column(PreciseTime)
+    predicted_seconds: Mapped[float | None] = mapped_column(Float)
+    detail: Mapped[str | None] = mapped_column(Text)
+
+
 Index("recovery_tasks_notification_idx", RecoveryTask.notification_uuid)
 Index("instance_locks_notification_idx", InstanceLock.notification_uuid)
 Index("failure_evidence_notification_idx", FailureEvidence.notification_uuid)
@@ -531,3 +591,6 @@ class QuarantineMove(Base):
     detail: Mapped[str | None] = mapped_column(Text)
     sent_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
     ended_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
+
+
+Index("drill_phases_drill_idx", DrillPhase.drill_uuid, DrillPhase.id)

@@ -26,6 +26,8 @@ from masakari.db.database import Database
 from masakari.engine import kdump_sources, locks, periodic, room, tasks, tolerance, wakeup
 from masakari.engine.capacity import Capacities
 from masakari.engine.clients import LazyPlacement
+from masakari.engine.drills import schedule as drill_schedule
+from masakari.engine.drills.runner import DrillRunner
 from masakari.engine.fence_checks import FenceChecker
 from masakari.engine.fencing import HostFencing, KdumpStore
 from masakari.engine.heartbeat import Heartbeat, lease_timing
@@ -171,6 +173,21 @@ class EngineService:
             if self.fencing is not None
             else None
         )
+        # Fire drills ([drill] enabled): none is taken, nor scheduled, unless it is set.
+        self.drills = (
+            DrillRunner(
+                conf,
+                db,
+                nova,
+                self.runner.placement,
+                self.fencing,
+                self.clock,
+                self.owner,
+                self.runner.notifier,
+            )
+            if conf.drill.enabled
+            else None
+        )
         self.periodic = periodic.Periodic(
             self.periodic_tasks(), self._outage, self.leadership, self.clock
         )
@@ -236,6 +253,26 @@ class EngineService:
                     leader_only=True,
                 )
             )
+        if self.drills is not None:
+            # Every engine looks (each drill is claimed by one, a conditional update).
+            every += [
+                periodic.Task("drills", conf.drill.poll_interval, self.drills.poll),
+                periodic.Task(
+                    "renew_drill",
+                    self.drills.renew_interval,
+                    self.drills.renew,
+                    proves_db_up=False,
+                ),
+            ]
+            if conf.drill.schedule_interval > 0:
+                every.append(
+                    periodic.Task(
+                        "schedule_drills",
+                        conf.drill.schedule_interval,
+                        self.schedule_drills,
+                        leader_only=True,
+                    )
+                )
         if conf.periodic_enable:
             every += [
                 periodic.Task(
@@ -270,6 +307,10 @@ class EngineService:
         """Every segment's failures tolerated, into the metrics ([capacity] check_interval)."""
         found = tolerance.of_segments(self.conf, self.db, self.nova, self.runner.placement)
         capacity_metrics.failures_tolerated(found)
+
+    def schedule_drills(self) -> None:
+        """A drill on one spare of each quiet segment ([drill] schedule_interval)."""
+        drill_schedule.schedule(self.conf, self.db, self.nova, self.clock)
 
     # --- life cycle ------------------------------------------------------------------------
 
@@ -318,6 +359,8 @@ class EngineService:
         self.periodic.stop(grace)
         for addon in self.addons:
             addon.stop()
+        if self.drills is not None:
+            self.drills.stop(grace)
         if self._intake_thread.is_alive():
             self._intake_thread.join(timeout=grace)
         left = self.workers.stop(grace)

@@ -6,6 +6,7 @@ from oslo_policy import policy
 
 from masakari.policies import (
     base,
+    drills,
     extension_info,
     hosts,
     notifications,
@@ -16,7 +17,17 @@ from masakari.policies import (
 )
 
 # Order of the sample policy file, as in the reference's.
-_MODULES = (base, extension_info, hosts, notifications, segments, versions, vmoves, quarantines)
+_MODULES = (
+    base,
+    extension_info,
+    hosts,
+    notifications,
+    segments,
+    versions,
+    vmoves,
+    drills,
+    quarantines,
+)
 
 
 def list_rules() -> list[policy.RuleDefault]:

@@ -55,6 +55,8 @@ class Timeline:
     evidence: list[Bar] = dataclasses.field(default_factory=list)
     # Why it waits for an operator (a guard, or host fencing that did not prove the host dead).
     hold_reason: str | None = None
+    # What the page's heading calls it (a fire drill's timeline is drawn by the same page).
+    title: str = "Recovery of notification"
 
     @property
     def bars(self) -> list[Bar]:

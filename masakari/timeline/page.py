@@ -20,6 +20,10 @@ COLOURS = {
     "ongoing": "#1565c0",
     "RUNNING": "#1565c0",
     "pending": "#9e9e9e",
+    # A fire drill's phases: done, done later than predicted.
+    "ok": "#2e7d32",
+    "late": "#ef6c00",
+    "running": "#1565c0",
     # Evidence: says the host failed, says it runs, cannot tell; a verdict.
     "says failed": "#c62828",
     "says up": "#2e7d32",
@@ -107,7 +111,7 @@ def html(timeline: Timeline) -> str:
         failure += f"<dt>held</dt><dd>{_e(t.hold_reason)}</dd>"
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
-<title>Recovery of notification {_e(t.notification_uuid)}</title>
+<title>{_e(t.title)} {_e(t.notification_uuid)}</title>
 <style>
 body {{ font-family: sans-serif; margin: 24px; color: #222; }}
 svg text {{ font-size: 13px; }}
@@ -117,7 +121,7 @@ dl {{ display: grid; grid-template-columns: max-content auto; gap: 2px 12px; }}
 dt {{ color: #666; }}
 </style></head>
 <body>
-<h1>Recovery of notification <code>{_e(t.notification_uuid)}</code></h1>
+<h1>{_e(t.title)} <code>{_e(t.notification_uuid)}</code></h1>
 <dl>
 <dt>type</dt><dd>{_e(t.type)}</dd><dt>status</dt><dd>{_e(t.status)}</dd>
 <dt>reported</dt><dd>{_e(when(t.generated_time))}</dd>

@@ -47,6 +47,8 @@ PROJECT_TABLES = (
     "masakari_room_hold_segments",
     "masakari_quarantines",
     "masakari_quarantine_moves",
+    "masakari_drills",
+    "masakari_drill_phases",
 )
 # CREATE INDEX statements (SQLite, PostgreSQL) and the KEY lines of MySQL's CREATE TABLE.
 _INDEX_STATEMENT = re.compile(r"^CREATE INDEX (\w+) ON (?:public\.)?(\w+) ")

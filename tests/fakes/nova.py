@@ -39,7 +39,7 @@ import sys
 import threading
 import uuid
 import zlib
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import parse_qsl, urlencode, urlsplit
@@ -184,6 +184,8 @@ class Server:
     image: str | None = None
     # What Nova recorded of the requests it accepted (GET /servers/{id}/os-instance-actions).
     actions: list[InstanceAction] = dataclasses.field(default_factory=list)
+    # Server tags (shown from 2.26): fire drills' canaries carry one.
+    tags: list[str] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass
@@ -520,6 +522,11 @@ class NovaSimulator:
         self._flaky_rng = random.Random(0)
         # Evacuations the simulator acted on (accepted), per server: what drills count.
         self.evacuations_accepted: dict[str, int] = {}
+        # Nova (2023.2 on) refuses to unset forced_down on a host with evacuations "done"
+        # from it, until its nova-compute restarts (init_host moves them to "completed").
+        # Off by default: the older drills unforce hosts that never restarted.
+        self.force_up_checks_evacuations = False
+        self.done_evacuations: dict[str, int] = {}
         # Rebuilds Nova runs at once (its computes' max_concurrent_builds, the storage): more
         # are accepted and wait for a slot, as Nova queues them. None: no limit.
         self.evacuation_limit = evacuation_limit
@@ -737,6 +744,7 @@ class NovaSimulator:
         tenant_id: str = MEMBER_PROJECT_ID,
         flavor: Flavor | None = None,
         image: str | None = None,
+        tags: Sequence[str] = (),
     ) -> str:
         """Adds a server; servers added later are newer (listed first, as Nova does). Its
         flavor's resources are allocated in Placement on its host."""
@@ -753,6 +761,7 @@ class NovaSimulator:
             tenant_id=tenant_id,
             flavor=flavor or Flavor(),
             image=image,
+            tags=list(tags),
         )
         with self.lock:
             self.servers.append(srv)
@@ -910,6 +919,8 @@ class NovaSimulator:
         """The host's nova-compute starts: it heartbeats, and marks the evacuations that
         left it ``completed`` (nova/compute/manager.py _destroy_evacuated_instances)."""
         with self.lock:
+            # nova-compute starts again: its init_host completes the evacuations from it.
+            self.done_evacuations.pop(host, None)
             for s in self.services:
                 if s.host == host:
                     s.alive, s.last_heartbeat = True, self.clock.now()
@@ -1199,6 +1210,8 @@ class NovaSimulator:
             srv.task_state = None
             if ev.migration is not None and ev.dest is not None:
                 ev.migration.set(ev.due or now, status="done")
+            if ev.dest is not None and srv.host is not None:
+                self.done_evacuations[srv.host] = self.done_evacuations.get(srv.host, 0) + 1
             if ev.dest is not None:
                 self._host_moves.append((ev.due or now, srv.id, ev.dest))
                 srv.vm_state = "active" if srv.vm_state == "error" else srv.vm_state
@@ -1326,6 +1339,7 @@ class NovaSimulator:
             "OS-EXT-SRV-ATTR:instance_name": "instance-" + s.id[:8],
             "OS-EXT-AZ:availability_zone": svc.zone if svc else "nova",
             "os-extended-volumes:volumes_attached": [],
+            "tags": list(s.tags),
         }
 
     @staticmethod
@@ -1479,6 +1493,14 @@ def update_service(sim: NovaSimulator, req: Request) -> tuple[int, Any]:
     if "disabled_reason" in body and status != "disabled":
         raise NovaFault(
             400, "Specifying 'disabled_reason' with status other than 'disabled' is invalid."
+        )
+    if forced is False and sim.force_up_checks_evacuations and sim.done_evacuations.get(svc.host):
+        raise NovaFault(
+            400,
+            f"Invalid input received: Unable to force up host {svc.host} as `done` evacuation "
+            "migration records remain associated with the host. Ensure the compute service "
+            "has been restarted, allowing these records to move to `completed` before "
+            "retrying this request.",
         )
     before = (svc.status, svc.disabled_reason, svc.forced_down)
     if status == "enabled":
@@ -1814,6 +1836,8 @@ ROUTES: list[tuple[str, tuple[str, ...], Handler]] = [
     ("GET", ("os-server-groups",), list_server_groups),
     ("POST", ("os-aggregates", "*", "action"), aggregate_action),
 ]
+
+
 ACTIONS: dict[str, Callable[[NovaSimulator, Request, Server, Any], tuple[int, Any]]] = {
     "lock": lock,
     "unlock": unlock,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from importlib import metadata
 from typing import Any
 
-from masakari.policies import hosts, notifications, quarantines, segments
+from masakari.policies import drills, hosts, notifications, quarantines, segments
 
 MEMBER = {"user_id": "u-member", "project_id": "p-member", "roles": ["member", "reader"]}
 
@@ -16,7 +16,8 @@ def entry_point(group: str, name: str) -> Any:
 
 
 # Rules the reference does not have: the held-notification action of microversion 1.4, the
-# recovery plan and readiness of 1.5, the fencing and evidence fields of 1.6 and 1.7.
+# recovery plan and readiness of 1.5, the fencing and evidence fields of 1.6 and 1.7, the
+# fire drills of 1.9.
 PROJECT_ONLY = {
     notifications.RELEASE,
     notifications.CANCEL,
@@ -30,4 +31,7 @@ PROJECT_ONLY = {
     quarantines.START,
     quarantines.CANCEL,
     quarantines.RELEASE,
+    drills.CREATE,
+    drills.INDEX,
+    drills.SHOW,
 }

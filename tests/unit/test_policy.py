@@ -13,6 +13,7 @@ import masakari.conf
 from masakari import exception, policies, policy
 from masakari.policies import (
     base,
+    drills,
     extension_info,
     hosts,
     notifications,
@@ -87,6 +88,9 @@ def test_constants_name_the_rules() -> None:
         quarantines.START,
         quarantines.CANCEL,
         quarantines.RELEASE,
+        drills.CREATE,
+        drills.INDEX,
+        drills.SHOW,
         notifications.INDEX,
         notifications.DETAIL,
         notifications.CREATE,
@@ -146,6 +150,9 @@ def test_documented_operations() -> None:
         quarantines.START: [("POST", "/quarantines/{quarantine_id}/action")],
         quarantines.CANCEL: [("POST", "/quarantines/{quarantine_id}/action")],
         quarantines.RELEASE: [("POST", "/quarantines/{quarantine_id}/action")],
+        drills.CREATE: [("POST", "/segments/{segment_id}/drills")],
+        drills.INDEX: [("GET", "/segments/{segment_id}/drills")],
+        drills.SHOW: [("GET", "/segments/{segment_id}/drills/{drill_id}")],
         versions.INDEX: [("GET", "/")],
         vmoves.INDEX: [("GET", "/notifications/{notification_id}/vmoves")],
         vmoves.DETAIL: [("GET", "/notifications/{notification_id}/vmoves/{vmove_id}")],

@@ -94,7 +94,7 @@ def test_dashboard_and_alert_rules_use_only_metrics_that_exist(tmp_path) -> None
     from pathlib import Path
 
     from masakari import metrics
-    from masakari.metrics import capacity, collect, detection, kdump, quarantine
+    from masakari.metrics import capacity, collect, detection, drills, kdump, quarantine
 
     repo = Path(__file__).resolve().parents[3]
     db = migrated_sqlite(tmp_path)
@@ -104,6 +104,8 @@ def test_dashboard_and_alert_rules_use_only_metrics_that_exist(tmp_path) -> None
     kdump.instruments()
     capacity.instruments()
     quarantine.instruments()
+    drills.drill_ended("segment-1", "succeeded")
+    drills.phase_ended("fence", "ok", 1.5)
     exposed = collect.exposition(collect.scrape_registry(lambda: db)).decode()
     db.dispose()
     families = set(re.findall(r"^# TYPE (\w+) ", exposed, re.MULTILINE))

@@ -7,14 +7,14 @@ one row per segment, the row a holding engine and a releasing recovery both chan
 recovery the room is released for. The project's own tables: the reference never reads them.
 
 Revision ID: c9e1a3b5d7f0
-Revises: a7c9e1b3d5f8
+Revises: b8d0f2a4c6e9
 """
 
 import sqlalchemy as sa
 from alembic import op
 
 revision = "c9e1a3b5d7f0"
-down_revision = "a7c9e1b3d5f8"
+down_revision = "b8d0f2a4c6e9"
 branch_labels = None
 depends_on = None
 
