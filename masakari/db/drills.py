@@ -307,3 +307,14 @@ def view(row: Drill, phases: list[DrillPhase] | None) -> dict[str, Any]:
         ]
         body["report"] = report_of(row)
     return body
+
+
+def delete_ended_before(session: orm.Session, cutoff: datetime.datetime) -> None:
+    """Drills that ended before the cut-off, with their phases (``db purge``)."""
+    old = sa.select(Drill.uuid).where(
+        Drill.status.in_((SUCCEEDED, FAILED)), Drill.ended_at < cutoff
+    )
+    uuids = list(session.scalars(old))
+    if uuids:
+        session.execute(sa.delete(DrillPhase).where(DrillPhase.drill_uuid.in_(uuids)))
+        session.execute(sa.delete(Drill).where(Drill.uuid.in_(uuids)))

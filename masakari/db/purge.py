@@ -9,7 +9,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy import orm
 
-from masakari.db import detector_shadow, fencing, models
+from masakari.db import detector_shadow, drills, fencing, models, quarantines
 from masakari.db.database import Database, affected_rows
 
 LOG = logging.getLogger(__name__)
@@ -38,6 +38,9 @@ def purge(db: Database, age_in_days: int, max_rows: int | None = None) -> dict[s
         _delete_fencing_rows(session, cutoff)
         # Not counted either: the detector's shadow reports are the project's own.
         detector_shadow.delete_before(session, cutoff)
+        # Nor ended fire drills and closed quarantines (their hosts back in service).
+        drills.delete_ended_before(session, cutoff)
+        quarantines.delete_closed_before(session, cutoff)
         counts["failover_segments"] = _delete_segments(session, cutoff, max_rows)
     for table, count in counts.items():
         LOG.info("Purged %d row(s) from %s older than %d day(s)", count, table, age_in_days)

@@ -243,3 +243,15 @@ def move(
         setattr(row, key, value)
     session.flush()
     return row
+
+
+def delete_closed_before(session: orm.Session, cutoff: datetime.datetime) -> None:
+    """Quarantines closed (released or withdrawn) before the cut-off, with their instances
+    (``db purge``): an open one, whose host is still out of service, stays."""
+    old = sa.select(Quarantine.uuid).where(
+        Quarantine.status.in_((RELEASED, WITHDRAWN)), Quarantine.updated_at < cutoff
+    )
+    uuids = list(session.scalars(old))
+    if uuids:
+        session.execute(sa.delete(QuarantineMove).where(QuarantineMove.quarantine_uuid.in_(uuids)))
+        session.execute(sa.delete(Quarantine).where(Quarantine.uuid.in_(uuids)))

@@ -137,3 +137,69 @@ def test_segment_still_referenced_by_a_host_row_is_kept(db: Database) -> None:
     counts = purge.purge(db, age_in_days=30)
     assert counts["failover_segments"] == 0
     assert _count(db, models.Segment) == 1
+
+
+def _quarantine(session, status: str, updated_at) -> str:
+    uuid_ = _uuid()
+    session.add(
+        models.Quarantine(
+            uuid=uuid_,
+            host_uuid=_uuid(),
+            host_name="h",
+            segment_uuid=_uuid(),
+            source="operator",
+            reason="r",
+            status=status,
+            created_at=updated_at,
+            updated_at=updated_at,
+        )
+    )
+    session.add(
+        models.QuarantineMove(
+            quarantine_uuid=uuid_, server_id=_uuid(), server_name="vm", status="moved"
+        )
+    )
+    return uuid_
+
+
+def _drill(session, status: str, ended_at) -> str:
+    uuid_ = _uuid()
+    session.add(
+        models.Drill(
+            uuid=uuid_,
+            segment_uuid=_uuid(),
+            host_uuid=_uuid(),
+            host_name="h",
+            status=status,
+            requested_by="api",
+            created_at=OLD,
+            ended_at=ended_at,
+        )
+    )
+    session.add(
+        models.DrillPhase(
+            drill_uuid=uuid_, name="check", result="ok", token=1, started_at=OLD, ended_at=OLD
+        )
+    )
+    return uuid_
+
+
+def test_closed_quarantines_and_ended_drills_go_open_ones_stay(db: Database) -> None:
+    with db.writer() as s:
+        released = _quarantine(s, "released", OLD)
+        withdrawn = _quarantine(s, "withdrawn", OLD)
+        kept = [
+            _quarantine(s, "done", OLD),  # its host still out of service
+            _quarantine(s, "released", RECENT),
+        ]
+        ended = _drill(s, "succeeded", OLD)
+        kept_drills = [_drill(s, "failed", RECENT), _drill(s, "running", None)]
+    purge.purge(db, 30)
+    with db.reader() as s:
+        left = set(s.scalars(sa.select(models.Quarantine.uuid)))
+        moves = set(s.scalars(sa.select(models.QuarantineMove.quarantine_uuid)))
+        drills = set(s.scalars(sa.select(models.Drill.uuid)))
+        phases = set(s.scalars(sa.select(models.DrillPhase.drill_uuid)))
+    assert left == moves == set(kept)
+    assert released not in left and withdrawn not in left
+    assert drills == phases == set(kept_drills) and ended not in drills
