@@ -36,6 +36,7 @@ from masakari.engine.outage import Outage
 from masakari.engine.ports import Clock, Nova
 from masakari.engine.quarantine import QuarantineRunner
 from masakari.engine.recovery.flow import FlowTasks
+from masakari.engine.redfish_health import RedfishHealth
 from masakari.engine.runner import Runner
 from masakari.engine.slots import EvacuationSlots
 from masakari.engine.workers import Workers
@@ -171,6 +172,7 @@ class EngineService:
             if self.fencing is not None
             else None
         )
+        self.redfish_health = _redfish_health(conf, db, self.fencing)
         self.periodic = periodic.Periodic(
             self.periodic_tasks(), self._outage, self.leadership, self.clock
         )
@@ -223,6 +225,17 @@ class EngineService:
             # Every engine: each quarantine is claimed by one of them.
             every.append(
                 periodic.Task("quarantines", conf.quarantine.poll_interval, self.quarantines.poll)
+            )
+        if self.redfish_health is not None:
+            # One engine is enough: each pass reads every watched host's BMC.
+            every.append(
+                periodic.Task(
+                    "redfish_health",
+                    conf.quarantine.redfish_health_interval,
+                    self.redfish_health.run,
+                    at_start=True,
+                    leader_only=True,
+                )
             )
         if self.room is not None:
             # One engine: with hold_room off it only reads whether room is still held (to
@@ -350,6 +363,23 @@ def _kdump_listener(
         allows=sources.allows,
         counted=kdump_metrics.datagram,
     )
+
+
+def _redfish_health(
+    conf: cfg.ConfigOpts, db: Database, fencing: HostFencing | None
+) -> RedfishHealth | None:
+    """Quarantine's Redfish signal, when asked for and possible (said once when not)."""
+    if conf.quarantine.redfish_health_interval <= 0:
+        return None
+    if not conf.quarantine.enabled or fencing is None:
+        LOG.warning(
+            "[quarantine] redfish_health_interval is set but %s: no Redfish health is read",
+            "[quarantine] enabled is false"
+            if not conf.quarantine.enabled
+            else "there is no [fencing] config_file to name the hosts' BMCs",
+        )
+        return None
+    return RedfishHealth(conf, db, fencing)
 
 
 def _placement_beside(nova: Nova, conf: cfg.ConfigOpts) -> Capacities:

@@ -177,6 +177,21 @@ def signal_ended(db: Database, signal: str) -> list[Quarantine]:
     return rows
 
 
+def open_signals(db: Database, prefix: str) -> set[str]:
+    """The signals starting with ``prefix`` that asked for quarantines still open, and did
+    not end yet."""
+    with db.reader() as session:
+        return set(
+            session.scalars(
+                sa.select(Quarantine.signal).where(
+                    Quarantine.signal.startswith(prefix, autoescape=True),
+                    Quarantine.status.in_(q.OPEN),
+                    Quarantine.signal_ended_at.is_(None),
+                )
+            )
+        )
+
+
 def get(db: Database, uuid: str) -> tuple[Quarantine, list[QuarantineMove]]:
     with db.reader() as session:
         row = _get(session, uuid)
