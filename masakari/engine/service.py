@@ -26,6 +26,7 @@ from masakari.db.database import Database
 from masakari.engine import kdump_sources, locks, periodic, room, tasks, tolerance, wakeup
 from masakari.engine.capacity import Capacities
 from masakari.engine.clients import LazyPlacement
+from masakari.engine.context import InstanceJudge
 from masakari.engine.fence_checks import FenceChecker
 from masakari.engine.fencing import HostFencing, KdumpStore
 from masakari.engine.heartbeat import Heartbeat, lease_timing
@@ -36,7 +37,6 @@ from masakari.engine.outage import Outage
 from masakari.engine.ports import Clock, Nova
 from masakari.engine.quarantine import QuarantineRunner
 from masakari.engine.recovery.flow import FlowTasks
-from masakari.engine.redfish_health import RedfishHealth
 from masakari.engine.runner import Runner
 from masakari.engine.slots import EvacuationSlots
 from masakari.engine.workers import Workers
@@ -77,7 +77,8 @@ class EngineService:
     ``nova`` and ``placement`` are the process's clients (masakari-engine builds them from
     masakari.conf); without ``placement``, Placement on ``nova``'s session at its first use.
     ``fencing``: host fencing, read from [fencing] config_file by masakari-engine (None:
-    hosts are not fenced).
+    hosts are not fenced). ``judge_instance``: judges each VM report before its instance is
+    restarted (quarantine's storage signal, masakari.signals; None: none).
     """
 
     def __init__(
@@ -96,6 +97,7 @@ class EngineService:
         leadership: coordination.Leadership | None = None,
         addons: Sequence[Addon] = (),
         fencing: HostFencing | None = None,
+        judge_instance: InstanceJudge | None = None,
     ) -> None:
         self.conf = conf
         self.db = db
@@ -132,6 +134,7 @@ class EngineService:
             slots=self.slots,
             host_poller=self.host_poller,
             fencing=self.fencing,
+            judge_instance=judge_instance,
         )
         placement_used = self.runner.placement
         self.room = (
@@ -172,7 +175,6 @@ class EngineService:
             if self.fencing is not None
             else None
         )
-        self.redfish_health = _redfish_health(conf, db, self.fencing)
         self.periodic = periodic.Periodic(
             self.periodic_tasks(), self._outage, self.leadership, self.clock
         )
@@ -225,17 +227,6 @@ class EngineService:
             # Every engine: each quarantine is claimed by one of them.
             every.append(
                 periodic.Task("quarantines", conf.quarantine.poll_interval, self.quarantines.poll)
-            )
-        if self.redfish_health is not None:
-            # One engine is enough: each pass reads every watched host's BMC.
-            every.append(
-                periodic.Task(
-                    "redfish_health",
-                    conf.quarantine.redfish_health_interval,
-                    self.redfish_health.run,
-                    at_start=True,
-                    leader_only=True,
-                )
             )
         if self.room is not None:
             # One engine: with hold_room off it only reads whether room is still held (to
@@ -363,23 +354,6 @@ def _kdump_listener(
         allows=sources.allows,
         counted=kdump_metrics.datagram,
     )
-
-
-def _redfish_health(
-    conf: cfg.ConfigOpts, db: Database, fencing: HostFencing | None
-) -> RedfishHealth | None:
-    """Quarantine's Redfish signal, when asked for and possible (said once when not)."""
-    if conf.quarantine.redfish_health_interval <= 0:
-        return None
-    if not conf.quarantine.enabled or fencing is None:
-        LOG.warning(
-            "[quarantine] redfish_health_interval is set but %s: no Redfish health is read",
-            "[quarantine] enabled is false"
-            if not conf.quarantine.enabled
-            else "there is no [fencing] config_file to name the hosts' BMCs",
-        )
-        return None
-    return RedfishHealth(conf, db, fencing)
 
 
 def _placement_beside(nova: Nova, conf: cfg.ConfigOpts) -> Capacities:

@@ -10,13 +10,14 @@ from typing import Any
 
 import pytest
 
+from masakari import signals
 from masakari.db.database import Database
 from masakari.engine.fencing import HostFencing
 from masakari.ha import quarantines
 from masakari.metrics import quarantine as quarantine_metrics
 from tests.fakes.nova import NovaSimulator
 from tests.fakes.redfish_bmc import RedfishBMC
-from tests.support.engine import add_host, add_segment, make_conf, wait_for
+from tests.support.engine import add_host, add_segment, make_conf, wait_for, with_signals
 from tests.support.fencing_drills import PASSWORD, USER, fencing_file
 
 # Each pass reads every BMC: a second apart, so that a test sees several.
@@ -78,7 +79,7 @@ def test_critical_requests_the_quarantine_and_ok_again_withdraws_it(
         conf = health_conf(sim, path, **{"quarantine.max_hosts_per_segment": 3})
         bmc.set_knobs(health="OK", health_rollup="Critical")  # a part failed: a DIMM, a PSU
         critical_before = reads("critical")
-        engine_factory(conf, fencing=HostFencing.from_conf(conf))
+        engine_factory(conf, **with_signals(conf, db, HostFencing.from_conf(conf)))
 
         wait_for(lambda: of_host(db, "compute-1"), 30, "the quarantine is requested")
         assert of_host(db, "compute-1") == [("redfish", "requested", "redfish:compute-1")]
@@ -105,15 +106,14 @@ def test_warning_is_no_quarantine_and_the_list_of_values_is_an_option(
     path = fencing_file(tmp_path, {"compute-1": [redfish(bmc)]})
     bmc.set_knobs(health="Warning")
     warnings = reads("warning")
-    engine = engine_factory(
-        health_conf(sim, path), fencing=HostFencing.from_conf(health_conf(sim, path))
-    )
+    first = health_conf(sim, path)
+    engine = engine_factory(first, **with_signals(first, db, HostFencing.from_conf(first)))
     wait_for(lambda: reads("warning") >= warnings + 2, 30, "two warning reads")
     assert of_host(db, "compute-1") == []
     engine.stop(grace=2)
 
     conf = health_conf(sim, path, **{"quarantine.redfish_health_quarantine": ["Warning"]})
-    engine_factory(conf, fencing=HostFencing.from_conf(conf))
+    engine_factory(conf, **with_signals(conf, db, HostFencing.from_conf(conf)))
     wait_for(lambda: of_host(db, "compute-1"), 30, "the quarantine is requested")
 
 
@@ -132,8 +132,8 @@ def test_an_unreachable_bmc_requests_nothing(
     bmc.dead = True  # hung: connections accepted, never answered
     unreachable = reads("unreachable")
     conf = health_conf(sim, path)
-    with caplog.at_level(logging.WARNING, "masakari.engine.redfish_health"):
-        engine_factory(conf, fencing=HostFencing.from_conf(conf))
+    with caplog.at_level(logging.WARNING, "masakari.signals.redfish_health"):
+        engine_factory(conf, **with_signals(conf, db, HostFencing.from_conf(conf)))
         wait_for(lambda: reads("unreachable") >= unreachable + 2, 30, "two unreachable reads")
     assert of_host(db, "compute-1") == []
     assert "Redfish health of host compute-1 not read: redfish" in caplog.text
@@ -141,18 +141,14 @@ def test_an_unreachable_bmc_requests_nothing(
 
 
 def test_the_task_needs_quarantine_and_a_fencing_file(
-    db: Database, sim: NovaSimulator, engine_factory: Any, bmc: RedfishBMC, tmp_path: Path
+    db: Database, sim: NovaSimulator, bmc: RedfishBMC, tmp_path: Path
 ) -> None:
     path = fencing_file(tmp_path, {"compute-1": [redfish(bmc)]})
-    off = health_conf(sim, path, **{"quarantine.enabled": False})
-    names = [t.name for t in engine_factory(off, start=False).periodic_tasks()]
-    assert "redfish_health" not in names
     on = health_conf(sim, path)
-    engine = engine_factory(on, start=False, fencing=HostFencing.from_conf(on))
-    task = next(t for t in engine.periodic_tasks() if t.name == "redfish_health")
-    assert task.leader_only and task.every == INTERVAL
-    without_file = make_conf(
-        sim, **{"quarantine.enabled": True, "quarantine.redfish_health_interval": 1}
-    )
-    names = [t.name for t in engine_factory(without_file, start=False).periodic_tasks()]
-    assert "redfish_health" not in names
+    (task,) = signals.build(on, db, HostFencing.from_conf(on)).tasks()
+    assert (task.name, task.leader_only, task.every) == ("redfish_health", True, INTERVAL)
+    off = health_conf(sim, path, **{"quarantine.enabled": False})
+    assert signals.build(off, db, HostFencing.from_conf(off)).tasks() == []
+    assert signals.build(on, db, None).tasks() == []  # no fencing file: no BMC known
+    unset = health_conf(sim, path, **{"quarantine.redfish_health_interval": 0})
+    assert signals.build(unset, db, HostFencing.from_conf(unset)).tasks() == []
