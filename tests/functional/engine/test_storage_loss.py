@@ -175,8 +175,8 @@ def test_conservative_with_quarantine_off_restarts_in_place(
 def test_engines_judging_one_burst_request_one_quarantine(
     server_db: Database, sim: NovaSimulator
 ) -> None:
-    """Four engines each take one of four reports at once: every one of the last two judges
-    the host; one quarantine is recorded, the others find it."""
+    """Four engines take four reports at once: each of the last three judges the host; one
+    quarantine is recorded, the two other judgements find it."""
     segment = add_segment(server_db)
     host = add_host(server_db, segment, "compute-1")
     sim.add_service("compute-1")
@@ -201,6 +201,10 @@ def test_engines_judging_one_burst_request_one_quarantine(
         for _ in range(4)
     ]
     try:
+        requested, already = (
+            judgements("conservative", "requested"),
+            judgements("conservative", "already"),
+        )
         nids = reports(server_db, host, servers, [4, 3, 2, 1])
         barrier = threading.Barrier(len(engines))
 
@@ -221,3 +225,5 @@ def test_engines_judging_one_burst_request_one_quarantine(
     assert statuses == ["finished", "ignored", "ignored", "ignored"]
     (row,) = quarantines.list_(server_db)
     assert (row.source, row.signal, row.status) == ("storage", "storage:compute-1", "requested")
+    assert judgements("conservative", "requested") == requested + 1
+    assert judgements("conservative", "already") == already + 2
