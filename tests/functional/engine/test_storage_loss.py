@@ -25,9 +25,11 @@ from tests.support.engine import (
     add_segment,
     make_conf,
     notify,
+    spawn_engine,
     wait_for,
     wait_status,
     with_signals,
+    write_engine_conf,
 )
 
 WINDOW = 300
@@ -227,3 +229,26 @@ def test_engines_judging_one_burst_request_one_quarantine(
     assert (row.source, row.signal, row.status) == ("storage", "storage:compute-1", "requested")
     assert judgements("conservative", "requested") == requested + 1
     assert judgements("conservative", "already") == already + 2
+
+
+def test_masakari_engine_wires_the_judgement(
+    db: Database, sim: NovaSimulator, cloud: Any, tmp_path: Any
+) -> None:
+    """masakari-engine (the process, as deployed) gives its runs the storage judge."""
+    _, host, servers = cloud
+    conf_file = tmp_path / "engine.conf"
+    write_engine_conf(conf_file, sim, db.engine.url.render_as_string(hide_password=False))
+    with open(conf_file, "a", encoding="utf-8") as fh:
+        fh.write(
+            "[quarantine]\nenabled = true\npoll_interval = 3600\nstorage_error_instances = 2\n"
+        )
+    nids = reports(db, host, servers[:2], [2, 1])
+    proc = spawn_engine(conf_file, tmp_path / "engine.log")
+    try:
+        statuses = [wait_status(db, n, timeout=60) for n in nids]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    assert statuses == ["finished", "ignored"], (tmp_path / "engine.log").read_text()
+    (row,) = quarantines.list_(db)
+    assert (row.source, row.status) == ("storage", "requested")
