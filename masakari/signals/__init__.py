@@ -63,7 +63,7 @@ def build(conf: cfg.ConfigOpts, db: Database, fencing: HostFencing | None) -> Si
     return Signals(
         conf,
         _redfish(conf, db, fencing),
-        storage_loss.judge if options.storage_error_instances > 0 else None,
+        storage_loss.StorageJudge(conf) if options.storage_error_instances > 0 else None,
     )
 
 

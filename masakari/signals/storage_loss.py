@@ -21,7 +21,9 @@ from __future__ import annotations
 import datetime
 import logging
 
-from masakari import exception
+from oslo_config import cfg
+
+from masakari import exception, notifier
 from masakari.conf import quarantine as quarantine_opts
 from masakari.db import notifications as notifications_db
 from masakari.db.hosts import RecoveryHost
@@ -50,9 +52,23 @@ HOST_FAILURE = {
 _TAKEN = ("requested", "held", "already", "recovering", "recorded", "duplicate", "maintenance")
 
 
-def judge(run: RunContext, notification: NotificationData) -> Judged | None:
-    """The judgement of the host of an I/O error report (an InstanceJudge); None when it is
-    not judged (off, another event, too few instances within the window, the host gone)."""
+class StorageJudge:
+    """The engine's InstanceJudge: :func:`judge`, and the versioned notification of a host
+    failure it records (``notification.create.end``, as the API's create and the detector
+    send)."""
+
+    def __init__(self, conf: cfg.ConfigOpts) -> None:
+        self.notifier = notifier.Notifier(conf, "masakari-engine")
+
+    def __call__(self, run: RunContext, notification: NotificationData) -> Judged | None:
+        return judge(run, notification, self.notifier)
+
+
+def judge(
+    run: RunContext, notification: NotificationData, notifier_: notifier.Notifier | None = None
+) -> Judged | None:
+    """The judgement of the host of an I/O error report; None when it is not judged (off,
+    another event, too few instances within the window, the host gone)."""
     options = run.conf.quarantine
     payload = InstancePayload.parse(notification.payload)
     if options.storage_error_instances <= 0 or (payload.event or "").upper() != IO_ERROR:
@@ -78,7 +94,7 @@ def judge(run: RunContext, notification: NotificationData) -> Judged | None:
         f"{options.storage_error_window} s ({named})"
     )
     if action == quarantine_opts.AGGRESSIVE:
-        outcome, what = _host_failure(run, host)
+        outcome, what = _host_failure(run, host, notifier_)
     else:
         outcome, what = _quarantine(run, host, reason)
     quarantine_metrics.storage_judged(action, outcome)
@@ -117,7 +133,9 @@ def _quarantine(run: RunContext, host: RecoveryHost, reason: str) -> tuple[str, 
     return outcome, f"quarantine {row.uuid} {outcome}"
 
 
-def _host_failure(run: RunContext, host: RecoveryHost) -> tuple[str, str]:
+def _host_failure(
+    run: RunContext, host: RecoveryHost, notifier_: notifier.Notifier | None
+) -> tuple[str, str]:
     data = {
         "type": "COMPUTE_HOST",
         "hostname": host.name,
@@ -137,5 +155,8 @@ def _host_failure(run: RunContext, host: RecoveryHost) -> tuple[str, str]:
         return "maintenance", "the host is on maintenance: its instances are another's to move"
     except exception.MasakariError as exc:
         return "refused", f"no host failure ({exc.message}): the instance is restarted in place"
+    if notifier_ is not None:
+        fields = notifier.notification_fields(row)
+        notifier_.emit("notification.create.end", notifier.notification_payload(fields))
     where = f", held ({held})" if held else ""
     return "recorded", f"host failure notification {row.notification_uuid} recorded{where}"

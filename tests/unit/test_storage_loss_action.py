@@ -39,4 +39,5 @@ def test_off_by_default_the_engine_is_given_no_judge_and_no_task() -> None:
     built = signals.build(masakari_conf.for_tests(), None, None)  # type: ignore[arg-type]
     assert built.judge_instance is None and built.tasks() == []
     on = masakari_conf.for_tests(**{"quarantine.storage_error_instances": 3})
-    assert signals.build(on, None, None).judge_instance is storage_loss.judge  # type: ignore[arg-type]
+    judge = signals.build(on, None, None).judge_instance  # type: ignore[arg-type]
+    assert isinstance(judge, storage_loss.StorageJudge)

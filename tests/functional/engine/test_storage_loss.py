@@ -31,6 +31,7 @@ from tests.support.engine import (
     with_signals,
     write_engine_conf,
 )
+from tests.support.fencing_drills import Events
 
 WINDOW = 300
 JUDGE = {"quarantine.storage_error_instances": 3, "quarantine.storage_error_window": WINDOW}
@@ -149,7 +150,10 @@ def test_aggressive_per_segment_records_one_host_failure_that_is_evacuated(
             "host_failure.force_down_fenced_host": True,
         },
     )
-    engine_factory(conf, **with_signals(conf, db))
+    wired = with_signals(conf, db)
+    events = Events()
+    wired["judge_instance"].notifier = events
+    engine_factory(conf, **wired)
 
     statuses = [wait_status(db, n) for n in nids]
     assert statuses == ["finished", "finished", "ignored", "ignored"]
@@ -158,6 +162,9 @@ def test_aggressive_per_segment_records_one_host_failure_that_is_evacuated(
     assert wait_status(db, failure.notification_uuid, timeout=60) == "finished"
     assert {sim.server(s)["OS-EXT-SRV-ATTR:host"] for s in servers} == {"compute-2"}
     assert quarantines.list_(db) == []  # quarantine is off: the aggressive action needs none
+    # Announced as the API's create announces a monitor's report.
+    (created,) = [p for e, p, _ in events.sent if e == "notification.create.end"]
+    assert created["masakari_object.data"]["notification_uuid"] == failure.notification_uuid
 
 
 def test_conservative_with_quarantine_off_restarts_in_place(
