@@ -12,7 +12,7 @@ from types import FrameType
 from oslo_config import cfg
 
 from masakari import conf as masakari_conf
-from masakari import coordination, detection, exception, reload
+from masakari import coordination, detection, exception, reload, signals
 from masakari.compute import nova, retry
 from masakari.compute.clients import Clients
 from masakari.db.database import Database
@@ -51,6 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         owner = engine_owner(conf)
         leadership = coordination.leadership(conf, owner)
         detector = _detector(conf, db, clients, owner, leadership)
+        signals_ = signals.build(conf, db, fencing)
         service = EngineService(
             conf,
             db,
@@ -59,8 +60,9 @@ def main(argv: list[str] | None = None) -> int:
             flows=flows,
             owner=owner,
             leadership=leadership,
-            addons=[detector] if detector is not None else [],
+            addons=[signals_] + ([detector] if detector is not None else []),
             fencing=fencing,
+            judge_instance=signals_.judge_instance,
         )
     except (exception.InvalidConfiguration, FencingFileError) as exc:
         LOG.error("%s", exc)

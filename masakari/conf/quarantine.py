@@ -3,18 +3,22 @@ they fail (docs/operations.md, Quarantine)."""
 
 from __future__ import annotations
 
-from oslo_config import cfg
+from oslo_config import cfg, types
 
 from masakari.conf._text import paragraphs
+
+CONSERVATIVE = "conservative"
+AGGRESSIVE = "aggressive"
+STORAGE_ACTIONS = (CONSERVATIVE, AGGRESSIVE)
 
 GROUP = cfg.OptGroup(
     "quarantine",
     title="Quarantine",
     help=(
         "(masakari rewrite only) Degraded hosts (an operator's word, an Alertmanager alert, "
-        "the host's Redfish health) disabled in Nova with a reason, put on maintenance and "
-        "emptied by live migration before they fail (docs/operations.md, Quarantine). Off "
-        "by default."
+        "the host's Redfish health, a lost storage path) disabled in Nova with a reason, put "
+        "on maintenance and emptied by live migration before they fail (docs/operations.md, "
+        "Quarantine). Off by default."
     ),
 )
 
@@ -159,5 +163,103 @@ exactly, then by its first DNS label (``compute-1.example.org`` matches
 ]
 
 
+REDFISH_OPTS: list[cfg.Opt] = [
+    cfg.IntOpt(
+        "redfish_health_interval",
+        default=0,
+        min=0,
+        help=paragraphs(
+            """
+(masakari rewrite only) Seconds between two reads, by the engine (with
+[coordination], the leader), of the Redfish health (Status.Health and
+HealthRollup) of every host whose [fencing] config_file list has a redfish
+entry. 0 (the default) reads nothing. Needs enabled and [fencing] config_file.
+"""
+        ),
+    ),
+    cfg.ListOpt(
+        "redfish_health_quarantine",
+        default=["Critical"],
+        help=paragraphs(
+            """
+(masakari rewrite only) The Redfish health values (of Health or
+HealthRollup) that ask for the host's quarantine (source redfish); back to OK
+(both), a quarantine not started yet is withdrawn. A BMC that does not answer
+asks for nothing.
+"""
+        ),
+    ),
+]
+
+
+STORAGE_OPTS: list[cfg.Opt] = [
+    cfg.IntOpt(
+        "storage_error_instances",
+        default=0,
+        min=0,
+        help=paragraphs(
+            """
+(masakari rewrite only) When this many distinct instances of one host
+reported an I/O error (masakari-monitors' VM notification, event IO_ERROR)
+within storage_error_window seconds, the engine judges the host's storage
+path lost and acts as storage_loss_action says, instead of restarting the
+instances in place. 0 (the default) judges nothing: every I/O error restarts
+its instance, as the reference does.
+"""
+        ),
+    ),
+    cfg.IntOpt(
+        "storage_error_window",
+        default=300,
+        min=1,
+        help=paragraphs(
+            """
+(masakari rewrite only) Seconds, counted back from each I/O error report's
+generated_time, within which storage_error_instances instances must have
+reported one.
+"""
+        ),
+    ),
+    cfg.StrOpt(
+        "storage_loss_action",
+        default=CONSERVATIVE,
+        choices=(
+            (CONSERVATIVE, "quarantine the host: its instances are live-migrated away"),
+            (AGGRESSIVE, "record a host failure: the host is fenced and evacuated"),
+        ),
+        help=paragraphs(
+            """
+(masakari rewrite only) What a storage path judged lost does to its host:
+``conservative`` requests its quarantine (source storage; needs enabled),
+``aggressive`` records a host failure notification, recovered (fenced and
+evacuated) as a monitor's (docs/operations.md, Storage-path loss).
+"""
+        ),
+    ),
+    cfg.Opt(
+        "segment_storage_loss_action",
+        type=types.Dict(value_type=types.String(choices=STORAGE_ACTIONS)),
+        default={},
+        help=paragraphs(
+            """
+(masakari rewrite only) storage_loss_action of single segments: ``name:action``
+pairs separated by commas, a segment named by its name or uuid
+(``ceph-racks:aggressive,local-disk:conservative``).
+"""
+        ),
+    ),
+]
+
+
+def storage_loss_action(conf: cfg.ConfigOpts, segment_uuid: str, segment_name: str) -> str:
+    """The segment's storage_loss_action: its own (by uuid, then name), else the default."""
+    options = conf.quarantine
+    own = options.segment_storage_loss_action
+    for key in (segment_uuid, segment_name):
+        if key in own:
+            return str(own[key])
+    return str(options.storage_loss_action)
+
+
 def list_opts() -> list[tuple[str | cfg.OptGroup, list[cfg.Opt]]]:
-    return [(GROUP, OPTS + ALERT_OPTS)]
+    return [(GROUP, OPTS + ALERT_OPTS + REDFISH_OPTS + STORAGE_OPTS)]

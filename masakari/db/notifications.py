@@ -121,6 +121,28 @@ def find_duplicate(
     return None
 
 
+def payloads_of_host(
+    session: orm.Session,
+    type_: str,
+    source_host_uuid: str,
+    since: datetime.datetime,
+    until: datetime.datetime,
+) -> list[str | None]:
+    """The stored payloads of the host's notifications of this type generated from ``since``
+    to ``until`` (both included), any status."""
+    return list(
+        session.scalars(
+            sa.select(Notification.payload).where(
+                Notification.deleted == 0,
+                Notification.type == type_,
+                Notification.source_host_uuid == source_host_uuid,
+                Notification.generated_time >= since,
+                Notification.generated_time <= until,
+            )
+        )
+    )
+
+
 def create(
     session: orm.Session,
     type_: str,

@@ -10,16 +10,18 @@ from typing import TypeVar
 from oslo_config import cfg
 
 from masakari import exception
+from masakari.db.queue import NotificationData
 from masakari.engine.capacity import Capacities, NoPlacement
 from masakari.engine.effects import Effects
 from masakari.engine.errors import Cancelled, PollTimeout
 from masakari.engine.fencing import HostFencing
 from masakari.engine.hostpoll import HostPoller
+from masakari.engine.judges import Judged
 from masakari.engine.lease import Lease
 from masakari.engine.ports import Clock, NovaReads, RoomRelease
 from masakari.engine.slots import EvacuationSlots
 
-__all__ = ["Cancelled", "Clock", "NovaReads", "PollTimeout", "RunContext"]
+__all__ = ["Cancelled", "Clock", "InstanceJudge", "NovaReads", "PollTimeout", "RunContext"]
 
 T = TypeVar("T")
 
@@ -49,6 +51,8 @@ class RunContext:
     room: RoomRelease | None = None
     # The periodic retry of an attempt that ended in error (the claim took an error row).
     after_error: bool = False
+    # Judges a VM report before its instance is restarted (masakari.signals); None: none.
+    judge_instance: InstanceJudge | None = None
 
     @property
     def notification_uuid(self) -> str:
@@ -93,6 +97,10 @@ class RunContext:
             if timeout > 0 and self.clock.monotonic() - start > timeout:
                 raise PollTimeout()
             self.sleep(interval)
+
+
+# (the run, its VM notification) -> a judgement, or None when there is none to make.
+InstanceJudge = Callable[[RunContext, NotificationData], Judged | None]
 
 
 def nova_message(exc: BaseException) -> str:

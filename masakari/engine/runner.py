@@ -19,7 +19,7 @@ from masakari import metrics, notifier
 from masakari.db import holds, queue, statuses
 from masakari.db.database import Database
 from masakari.engine.capacity import Capacities
-from masakari.engine.context import RunContext
+from masakari.engine.context import InstanceJudge, RunContext
 from masakari.engine.effects import Effects
 from masakari.engine.errors import Cancelled, Held
 from masakari.engine.fencing import HostFencing
@@ -52,6 +52,7 @@ class Runner:
     host_poller: HostPoller | None = None
     fencing: HostFencing | None = None
     room: RoomRelease | None = None
+    judge_instance: InstanceJudge | None = None
 
     def process(self, item: Work, lease: Lease) -> str | None:
         """Recover a notification we hold a claim on; write the outcome. Returns the status."""
@@ -86,6 +87,7 @@ class Runner:
             fencing=self.fencing,
             room=self.room,
             after_error=item.after_error,
+            judge_instance=self.judge_instance,
         )
         started = self.clock.monotonic()
         try:

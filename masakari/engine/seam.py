@@ -42,20 +42,26 @@ class Seam:
         """``fn`` in a transaction that first fences the claim; LeaseLost once it is not ours."""
 
         def fenced(session: orm.Session) -> T:
-            if not claims.fence(
-                session,
-                self.notification_uuid,
-                self.lease.owner,
-                self.lease.token,
-                now=self.clock.now(),
-            ):
-                self.lease.lose()
-                raise LeaseLost()
+            self.fence(session)
             return fn(session)
 
         # A database that is away for less than the lease is waited for; past it, LeaseLost.
         self.lease.check()
         return transaction(self.db, fenced, retry_while=self.lease.check)
+
+    def fence(self, session: orm.Session) -> None:
+        """Hold our live claim for the rest of ``session``'s transaction (also one another
+        module opens: a quarantine's request, a notification's record); LeaseLost when it is
+        not ours."""
+        if not claims.fence(
+            session,
+            self.notification_uuid,
+            self.lease.owner,
+            self.lease.token,
+            now=self.clock.now(),
+        ):
+            self.lease.lose()
+            raise LeaseLost()
 
     def read(self, fn: Callable[[orm.Session], T]) -> T:
         return read(self.db, fn, retry_while=self.lease.check)

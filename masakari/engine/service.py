@@ -26,6 +26,7 @@ from masakari.db.database import Database
 from masakari.engine import kdump_sources, locks, periodic, room, tasks, tolerance, wakeup
 from masakari.engine.capacity import Capacities
 from masakari.engine.clients import LazyPlacement
+from masakari.engine.context import InstanceJudge
 from masakari.engine.drills import schedule as drill_schedule
 from masakari.engine.drills.runner import DrillRunner
 from masakari.engine.fence_checks import FenceChecker
@@ -78,7 +79,8 @@ class EngineService:
     ``nova`` and ``placement`` are the process's clients (masakari-engine builds them from
     masakari.conf); without ``placement``, Placement on ``nova``'s session at its first use.
     ``fencing``: host fencing, read from [fencing] config_file by masakari-engine (None:
-    hosts are not fenced).
+    hosts are not fenced). ``judge_instance``: judges each VM report before its instance is
+    restarted (quarantine's storage signal, masakari.signals; None: none).
     """
 
     def __init__(
@@ -97,6 +99,7 @@ class EngineService:
         leadership: coordination.Leadership | None = None,
         addons: Sequence[Addon] = (),
         fencing: HostFencing | None = None,
+        judge_instance: InstanceJudge | None = None,
     ) -> None:
         self.conf = conf
         self.db = db
@@ -133,6 +136,7 @@ class EngineService:
             slots=self.slots,
             host_poller=self.host_poller,
             fencing=self.fencing,
+            judge_instance=judge_instance,
         )
         placement_used = self.runner.placement
         self.room = (

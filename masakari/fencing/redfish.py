@@ -3,7 +3,8 @@
 Power off is the ComputerSystem ``Reset`` action with ``ForceOff`` (a hard off), status the
 system's ``PowerState``, power on ``Reset`` with ``On``. A BMC that answers a ForceOff with
 400 or 409 because the system is already off (iDRAC and others do) is not a failure once a
-status read says off.
+status read says off. :meth:`RedfishDriver.health` reads the system's ``Status.Health`` and
+``Status.HealthRollup`` (quarantine's Redfish signal).
 
 ``spec.address`` is the service's base URL (``https://bmc.example``; a bare host name means
 https, ``spec.port`` replaces the URL's port), ``options["system"]`` the system's id or path
@@ -18,6 +19,8 @@ deadline (sushy retries a 5xx answer 10 times, 3 s apart, by default).
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -28,6 +31,21 @@ _OFF_REFUSALS = (400, 409)
 _STATES = {"on": base.PowerState.ON, "off": base.PowerState.OFF}
 # Neither is "off": a host powering off still runs, one powering on or paused may run again.
 _NOT_OFF = ("poweringon", "poweringoff", "paused")
+# DMTF's spelling, then the one some firmware (and sushy-tools' emulator) serves.
+_ROLLUP_KEYS = ("HealthRollup", "HealthRollUp")
+
+
+@dataclasses.dataclass(frozen=True)
+class Health:
+    """A ComputerSystem's ``Status``: ``health`` of the system itself, ``rollup`` with its
+    parts (DIMMs, fans, power supplies, drives); each ``OK``, ``Warning``, ``Critical`` as
+    the BMC wrote it, or None when it did not say."""
+
+    health: str | None
+    rollup: str | None
+
+    def values(self) -> tuple[str, ...]:
+        return tuple(v for v in (self.health, self.rollup) if v is not None)
 
 
 class RedfishDriver:
@@ -50,6 +68,11 @@ class RedfishDriver:
 
     def power_on(self) -> None:
         self._within("power on", lambda: self._reset("ON"))
+
+    def health(self) -> Health:
+        """The system's health, read-only; the power status's timeouts and errors."""
+        result: Health = self._within("health", lambda: _health(self._system()))
+        return result
 
     # -- internals ------------------------------------------------------------------------
 
@@ -154,6 +177,19 @@ def _state(system: Any) -> base.PowerState:
     if text in _NOT_OFF:
         return base.PowerState.ON
     return base.PowerState.UNKNOWN
+
+
+def _health(system: Any) -> Health:
+    # The raw document: sushy maps only DMTF's spelling, and an unknown value to None.
+    status = getattr(system, "json", {}).get("Status")
+    if not isinstance(status, Mapping):
+        return Health(None, None)
+    rollup = next((status[k] for k in _ROLLUP_KEYS if status.get(k) is not None), None)
+    return Health(_text(status.get("Health")), _text(rollup))
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
 
 
 def _status(exc: Any) -> str:

@@ -7,6 +7,7 @@ An engine runs them (masakari.engine.quarantine); docs/operations.md, Quarantine
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import sqlalchemy as sa
@@ -63,15 +64,20 @@ def request(
     source: str,
     reason: str,
     signal: str | None = None,
+    fence: Callable[[orm.Session], None] | None = None,
 ) -> tuple[Quarantine, bool]:
     """Quarantine ``host`` (uuid or name). Returns the quarantine and whether it is new: a
     host already in quarantine keeps its own (a repeated alert changes nothing). Past the
     segment's limit the new one is ``held`` for an operator. HostNotFound for an unknown
-    host; HostInRecovery while its host failure is recovered; QuarantineOff when off."""
+    host; HostInRecovery while its host failure is recovered; QuarantineOff when off.
+    ``fence``: called first in the transaction, raises to refuse (an engine's claim on the
+    notification that asked, masakari.engine.storage_loss)."""
     if not conf.quarantine.enabled:
         raise QuarantineOff()
 
     def record(session: orm.Session) -> tuple[Quarantine, bool]:
+        if fence is not None:
+            fence(session)
         row = _host(session, host)
         q.guard(session, row.failover_segment_id)
         existing = q.open_of_host(session, row.uuid)
@@ -175,6 +181,21 @@ def signal_ended(db: Database, signal: str) -> list[Quarantine]:
             session.refresh(row)
             session.expunge(row)
     return rows
+
+
+def open_signals(db: Database, prefix: str) -> set[str]:
+    """The signals starting with ``prefix`` that asked for quarantines still open, and did
+    not end yet."""
+    with db.reader() as session:
+        return set(
+            session.scalars(
+                sa.select(Quarantine.signal).where(
+                    Quarantine.signal.startswith(prefix, autoescape=True),
+                    Quarantine.status.in_(q.OPEN),
+                    Quarantine.signal_ended_at.is_(None),
+                )
+            )
+        )
 
 
 def get(db: Database, uuid: str) -> tuple[Quarantine, list[QuarantineMove]]:

@@ -1,5 +1,6 @@
 """Quarantine's metrics (masakari.engine.quarantine): the quarantines that ended and their
-live migrations. Set by the engine that ran them."""
+live migrations, set by the engine that ran them; the signals the engine reads itself (the
+Redfish health, the storage-path judgement), set by the engine that read them."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ class Instruments:
     duration: Histogram
     migrations: Counter
     migration_seconds: Histogram
+    redfish_reads: Counter
+    storage_judgements: Counter
 
 
 def _create() -> Instruments:
@@ -47,6 +50,22 @@ def _create() -> Instruments:
             buckets=(1, 2, 5, 10, 30, 60, 120, 300, 900),
             registry=registry,
         ),
+        redfish_reads=Counter(
+            "masakari_redfish_health_reads",
+            "Reads of hosts' Redfish health by the engine, by result: the worse of Health and "
+            "HealthRollup (ok, warning, critical, unknown when the BMC says neither), or "
+            "unreachable, refused, failed.",
+            ["result"],
+            registry=registry,
+        ),
+        storage_judgements=Counter(
+            "masakari_storage_loss_judgements",
+            "Hosts judged to have lost their storage path (I/O errors of several instances), "
+            "by action (conservative, aggressive) and what became of it (requested, held, "
+            "already, recorded, duplicate, refused).",
+            ["action", "outcome"],
+            registry=registry,
+        ),
     )
 
 
@@ -64,3 +83,11 @@ def migration(outcome: str, seconds: float | None = None) -> None:
     made.migrations.labels(outcome).inc()
     if seconds is not None:
         made.migration_seconds.observe(seconds)
+
+
+def redfish_read(result: str) -> None:
+    instruments().redfish_reads.labels(result).inc()
+
+
+def storage_judged(action: str, outcome: str) -> None:
+    instruments().storage_judgements.labels(action, outcome).inc()

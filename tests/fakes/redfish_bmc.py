@@ -29,6 +29,9 @@ Knobs (``bmc.set_knobs(...)``, or ``RedfishBMC(..., stuck=True)``):
 - ``delay``: seconds before every Redfish answer (a slow BMC).
 - ``power_delay``: seconds before a power change applies (the system reads its old state
   until then).
+- ``health``, ``health_rollup``: what every system's ``Status.Health`` and
+  ``Status.HealthRollup`` say (``"Critical"``, ``"Warning"``, ``"OK"``); unset, the emulator's
+  own (no ``Status`` in the feature set served here).
 - ``bmc.dead = True``: the emulator is stopped (SIGSTOP): connections are accepted by the
   kernel and never answered, as with a hung BMC; ``False`` continues it.
 
@@ -63,7 +66,7 @@ __all__ = ["RedfishBMC"]
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 _PEER = "/_peer"
-_KNOBS = ("stuck", "refuse_off_when_off", "delay", "power_delay")
+_KNOBS = ("stuck", "refuse_off_when_off", "delay", "power_delay", "health", "health_rollup")
 
 
 class RedfishBMC:
@@ -318,6 +321,8 @@ def _serve(settings_path: str) -> None:
         "refuse_off_when_off": False,
         "delay": 0.0,
         "power_delay": 0.0,
+        "health": None,
+        "health_rollup": None,
     }
     knobs.update(settings["knobs"])
     resets: list[str] = []
@@ -354,6 +359,25 @@ def _serve(settings_path: str) -> None:
         if knobs["delay"] and not flask.request.path.startswith(_PEER):
             time.sleep(float(knobs["delay"]))
 
+    @app.after_request
+    def health(response: Any) -> Any:
+        # The emulator's template has no Status here (OK in its full feature set): the knobs
+        # say what the system's health is.
+        path = flask.request.path.rstrip("/")
+        is_system = path.startswith("/redfish/v1/Systems/") and path.count("/") == 4
+        changed = {"Health": knobs["health"], "HealthRollup": knobs["health_rollup"]}
+        if not is_system or flask.request.method != "GET" or response.status_code != 200:
+            return response
+        if all(value is None for value in changed.values()):
+            return response
+        body = json.loads(response.get_data())
+        status = body.setdefault("Status", {})
+        if knobs["health_rollup"] is not None:
+            status.pop("HealthRollUp", None)
+        status.update({k: v for k, v in changed.items() if v is not None})
+        response.set_data(json.dumps(body))
+        return response
+
     @app.route(f"{_PEER}/power/<identity>", methods=["GET", "PUT"])
     def peer_power(identity: str) -> Any:
         systems = app.systems
@@ -372,7 +396,14 @@ def _serve(settings_path: str) -> None:
 
     @app.route(f"{_PEER}/reset", methods=["POST"])
     def peer_reset() -> Any:
-        knobs.update(stuck=False, refuse_off_when_off=False, delay=0.0, power_delay=0.0)
+        knobs.update(
+            stuck=False,
+            refuse_off_when_off=False,
+            delay=0.0,
+            power_delay=0.0,
+            health=None,
+            health_rollup=None,
+        )
         knobs.update(settings["knobs"])
         resets.clear()
         for identity in app.systems.systems:

@@ -11,8 +11,10 @@ from typing import Any
 from oslo_config import cfg
 
 from masakari import conf as masakari_conf
+from masakari import signals
 from masakari.db.database import Database
 from masakari.db.models import VMove
+from masakari.engine.fencing import HostFencing
 from tests.fakes.nova import NovaSimulator
 from tests.support import rows
 
@@ -42,6 +44,14 @@ notify = rows.notification
 HOST_DOWN = rows.HOST_DOWN
 status_of = rows.status_of
 host_row = rows.host_row
+
+
+def with_signals(
+    conf: cfg.ConfigOpts, db: Database, fencing: HostFencing | None = None
+) -> dict[str, Any]:
+    """EngineService's keywords for quarantine's signals, as masakari-engine wires them."""
+    built = signals.build(conf, db, fencing)
+    return {"addons": [built], "judge_instance": built.judge_instance, "fencing": fencing}
 
 
 def wait_status(

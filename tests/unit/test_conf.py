@@ -123,6 +123,12 @@ PROJECT_ONLY = {
         ["host", "hostname", "nodename", "instance"],
         None,
     ),
+    ("quarantine", "redfish_health_interval"): ("integer value", 0, 0),
+    ("quarantine", "redfish_health_quarantine"): ("list value", ["Critical"], None),
+    ("quarantine", "storage_error_instances"): ("integer value", 0, 0),
+    ("quarantine", "storage_error_window"): ("integer value", 300, 1),
+    ("quarantine", "storage_loss_action"): ("string value", "conservative", None),
+    ("quarantine", "segment_storage_loss_action"): ("dict value", {}, None),
 }
 
 # Defaults that depend on the machine; config-options.json holds the

@@ -59,6 +59,11 @@ def recover(run: RunContext, flows: FlowTasks, notification: NotificationData) -
     elif kind == "PROCESS":
         status = process.handle(run, flows, kind, host_uuid, text)
     elif kind == "VM":
+        judged = run.judge_instance(run, notification) if run.judge_instance else None
+        if judged is not None and judged.takes_instance:
+            # Left to the recovery the judgement asked for (a storage path lost: restarted in
+            # place, the instance would hang on the same path).
+            return Outcome(statuses.IGNORED, judged.message, source.recovery_method)
         status = instance.handle(run, flows, text)
         if not instance.is_handled_event(InstancePayload.parse(text)):
             return Outcome(status, recovery_method=source.recovery_method, announce_end=False)

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from masakari.fencing import base, drivers
-from masakari.fencing.redfish import RedfishDriver, base_url
+from masakari.fencing.redfish import Health, RedfishDriver, base_url
 from tests.fakes.redfish_bmc import RedfishBMC
 from tests.support.fencing import PASSWORD, USER, redfish_spec
 
@@ -156,3 +156,30 @@ def test_an_untrusted_certificate_is_refused_not_retried(two_systems) -> None:
     spec = redfish_spec(two_systems, options={"system": two_systems.system_id("node-a")})
     with pytest.raises(base.Unreachable, match="ssl"):
         RedfishDriver(spec).power_status()
+
+
+def test_health_reads_the_systems_status(redfish_bmc) -> None:
+    driver = RedfishDriver(redfish_spec(redfish_bmc))
+    assert driver.health() == Health(None, None)  # the emulator's own: no Status
+    redfish_bmc.set_knobs(health="OK", health_rollup="OK")
+    assert driver.health() == Health("OK", "OK")
+    redfish_bmc.set_knobs(health_rollup="Critical")
+    assert driver.health() == Health("OK", "Critical")
+    redfish_bmc.set_knobs(health="Warning")
+    assert driver.health().values() == ("Warning", "Critical")
+    assert redfish_bmc.resets() == []  # read-only
+
+
+def test_health_of_a_hung_bmc_is_unreachable_at_the_timeout(redfish_bmc) -> None:
+    redfish_bmc.dead = True
+    driver = RedfishDriver(redfish_spec(redfish_bmc, timeout=DEAD_TIMEOUT))
+    started = time.monotonic()
+    with pytest.raises(base.Unreachable, match="Redfish health|no answer"):
+        driver.health()
+    assert time.monotonic() - started < WELL_WITHIN
+
+
+def test_health_with_wrong_credentials_is_refused(redfish_bmc) -> None:
+    driver = RedfishDriver(redfish_spec(redfish_bmc, password="wrong"))
+    with pytest.raises(base.Refused, match="Redfish health: access denied"):
+        driver.health()
