@@ -157,6 +157,7 @@ def test_cli_drill_fences_evacuates_and_restores(
     _restored(cloud, deployment, segment, bmc)
 
 
+@pytest.mark.extended
 def test_api_drill_without_fencing_moves_the_canary_back(
     cloud: Cloud, masakari: Callable[..., Masakari], bmc: FakeBMC, tmp_path: Path
 ) -> None:
@@ -205,6 +206,7 @@ def test_api_drill_without_fencing_moves_the_canary_back(
     _restored(cloud, deployment, segment, bmc)
 
 
+@pytest.mark.extended
 def test_an_untagged_server_refuses_the_drill_and_nothing_changes(
     cloud: Cloud, masakari: Callable[..., Masakari], bmc: FakeBMC, tmp_path: Path
 ) -> None:

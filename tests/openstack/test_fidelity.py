@@ -345,6 +345,7 @@ def live_migration_refused(world: World) -> Recorder:
     return rec
 
 
+@pytest.mark.extended
 def test_live_migration_refused(cloud: Cloud, sim: SimWorld) -> None:
     play(live_migration_refused, cloud, sim)
 
@@ -368,6 +369,7 @@ def live_migration_no_room(world: World) -> Recorder:
     return rec
 
 
+@pytest.mark.extended
 def test_live_migration_with_no_room(cloud: Cloud, sim: SimWorld) -> None:
     play(live_migration_no_room, cloud, sim)
 
@@ -386,6 +388,7 @@ def live_migration_source_down(world: World) -> Recorder:
     return rec
 
 
+@pytest.mark.extended
 def test_live_migration_from_a_host_counted_down(cloud: Cloud, sim: SimWorld) -> None:
     play(live_migration_source_down, cloud, sim)
 
@@ -407,5 +410,6 @@ def live_migration_to_a_dead_host(world: World) -> Recorder:
     return rec
 
 
+@pytest.mark.extended
 def test_live_migration_to_a_host_that_just_died(cloud: Cloud, sim: SimWorld) -> None:
     play(live_migration_to_a_dead_host, cloud, sim)
