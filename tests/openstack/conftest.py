@@ -5,12 +5,14 @@ deployments in front of it."""
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.fakes.ipmi_bmc import FakeBMC
 from tests.support.openstack.cloud import Cloud
 from tests.support.openstack.masakari import Masakari
 
@@ -57,3 +59,18 @@ def masakari(cloud: Cloud, tmp_path: Path) -> Iterator[Callable[..., Masakari]]:
     yield start
     for deployment in started:
         deployment.stop()
+
+
+@pytest.fixture
+def bmc(cloud: Cloud) -> Iterator[FakeBMC]:
+    """compute-1's BMC, on: its power state is whether compute-1's nova-compute runs (its
+    credentials: ``bmc.username``, ``bmc.password``)."""
+    with FakeBMC("admin", "bmc-secret") as made:
+
+        def follow(state: str) -> None:
+            # Called in the BMC's I/O thread, which must keep answering status reads.
+            act = cloud.kill_compute if state == "off" else cloud.start_compute
+            threading.Thread(target=act, args=("compute-1",), daemon=True).start()
+
+        made.on_power_change(follow)
+        yield made

@@ -13,9 +13,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,21 +28,7 @@ from tests.support.openstack.masakari import Masakari
 HOST = "compute-1"
 HOSTS = ["compute-1", "compute-2", "compute-3"]
 TAG = "masakari-canary"
-BMC_USER, BMC_PASSWORD = "admin", "bmc-secret"
 V19 = {"OpenStack-API-Version": "instance-ha 1.9"}
-
-
-@pytest.fixture
-def bmc(cloud: Cloud) -> Iterator[FakeBMC]:
-    with FakeBMC(BMC_USER, BMC_PASSWORD) as made:
-
-        def follow(state: str) -> None:
-            # In the BMC's I/O thread, which must keep answering status reads.
-            act = cloud.kill_compute if state == "off" else cloud.start_compute
-            threading.Thread(target=act, args=(HOST,), daemon=True).start()
-
-        made.on_power_change(follow)
-        yield made
 
 
 def _sections(tmp_path: Path, bmc: FakeBMC) -> dict[str, dict[str, Any]]:
@@ -51,8 +36,8 @@ def _sections(tmp_path: Path, bmc: FakeBMC) -> dict[str, dict[str, Any]]:
         "driver": "ipmi",
         "address": bmc.address,
         "port": bmc.port,
-        "username": BMC_USER,
-        "password": BMC_PASSWORD,
+        "username": bmc.username,
+        "password": bmc.password,
         "timeout": 10,
     }
     path = tmp_path / "fencing.yaml"

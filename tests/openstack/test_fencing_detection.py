@@ -9,12 +9,9 @@ from __future__ import annotations
 
 import datetime
 import json
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from masakari.db import holds
 from tests.fakes.ipmi_bmc import FakeBMC
@@ -25,21 +22,6 @@ from tests.support.openstack.masakari import Masakari
 
 FAILED = "compute-1"
 HOSTS = ["compute-1", "compute-2", "compute-3"]
-BMC_USER, BMC_PASSWORD = "admin", "bmc-secret"
-
-
-@pytest.fixture
-def bmc(cloud: Cloud) -> Iterator[FakeBMC]:
-    """compute-1's BMC, on: its power state is whether compute-1's nova-compute runs."""
-    with FakeBMC(BMC_USER, BMC_PASSWORD) as made:
-
-        def follow(state: str) -> None:
-            # Called in the BMC's I/O thread, which must keep answering status reads.
-            act = cloud.kill_compute if state == "off" else cloud.start_compute
-            threading.Thread(target=act, args=(FAILED,), daemon=True).start()
-
-        made.on_power_change(follow)
-        yield made
 
 
 def _fencing_file(tmp_path: Path, bmc: FakeBMC) -> str:
@@ -47,8 +29,8 @@ def _fencing_file(tmp_path: Path, bmc: FakeBMC) -> str:
         "driver": "ipmi",
         "address": bmc.address,
         "port": bmc.port,
-        "username": BMC_USER,
-        "password": BMC_PASSWORD,
+        "username": bmc.username,
+        "password": bmc.password,
         "timeout": 10,
     }
     path = tmp_path / "fencing.yaml"
