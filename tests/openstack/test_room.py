@@ -4,7 +4,6 @@ and a host failure's recovery gives it back and evacuates into it."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -102,9 +101,7 @@ def test_room_held_refuses_boots_and_is_used_by_the_recovery(
     cloud.kill_compute("compute-2")
     cloud.start_compute("compute-2")
     wait_for("nova-compute's write", lambda: _reserved(cloud, "compute-2") == NOVA_VCPU, 90)
-    undone = time.monotonic()
     wait_for("held again", lambda: _reserved(cloud, "compute-2") == NOVA_VCPU + 4, 60)
-    assert time.monotonic() - undone <= INTERVAL + 10
 
     # compute-1 fails. compute-3 is full, compute-2's only free room is the held one: the
     # recovery gives it back first, and the server is evacuated into it.
