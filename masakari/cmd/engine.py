@@ -63,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
             addons=[signals_] + ([detector] if detector is not None else []),
             fencing=fencing,
             judge_instance=signals_.judge_instance,
+            record_host_failure=signals_.record_host_failure,
         )
     except (exception.InvalidConfiguration, FencingFileError) as exc:
         LOG.error("%s", exc)

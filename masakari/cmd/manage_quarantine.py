@@ -8,8 +8,9 @@ from typing import Any
 
 from oslo_config import cfg
 
-from masakari import exception
+from masakari import exception, timeline
 from masakari.db.database import Database
+from masakari.timeline import quarantine as quarantine_timeline
 
 
 class QuarantineCommandError(Exception):
@@ -64,9 +65,15 @@ def quarantine_show(conf: cfg.ConfigOpts) -> None:
             row, moves = quarantines.get(db, conf.category.uuid)
         except exception.MasakariError as exc:
             raise QuarantineCommandError(exc.message) from exc
+        _print(quarantines.view(row, moves))
+        if conf.category.html:
+            with db.reader() as session:
+                page = timeline.html(quarantine_timeline.load(session, row.uuid))
+            with open(conf.category.html, "w", encoding="utf-8") as fh:
+                fh.write(page)
+            print(f"timeline drawn in {conf.category.html}")
     finally:
         db.dispose()
-    _print(quarantines.view(row, moves))
 
 
 def quarantine_change(conf: cfg.ConfigOpts) -> None:
@@ -116,8 +123,10 @@ def add_parsers(subparsers: Any) -> None:
     actions = category.add_subparsers(dest="action")
     actions.required = True
     actions.add_parser("list", help="every quarantine, newest first")
+    show = actions.add_parser("show", help="one quarantine and its instances")
+    show.add_argument("uuid", help="the quarantine's id")
+    show.add_argument("--html", metavar="FILE", help="also write its timeline as an HTML page")
     for verb, text in (
-        ("show", "one quarantine and its instances"),
         ("start", "run a quarantine its segment's limit held"),
         ("cancel", "send no more migrations (or withdraw one not started)"),
         ("release", "return the host to service"),

@@ -236,6 +236,21 @@ evacuated) as a monitor's (docs/operations.md, Storage-path loss).
 """
         ),
     ),
+    cfg.BoolOpt(
+        "storage_loss_fallback",
+        default=True,
+        help=paragraphs(
+            """
+(masakari rewrite only) The conservative action's fallback: when a quarantine
+asked for by a lost storage path ends with instances still on the host (a
+live migration refused or failed, an instance that cannot be live-migrated),
+a host failure of the host is recorded, so that it is fenced and they are
+evacuated, if the host's recovery plan has room for every one of them; without
+that room they are left and nothing is fenced. False: they are always left
+(docs/operations.md, Storage-path loss).
+"""
+        ),
+    ),
     cfg.Opt(
         "segment_storage_loss_action",
         type=types.Dict(value_type=types.String(choices=STORAGE_ACTIONS)),

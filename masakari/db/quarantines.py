@@ -19,6 +19,13 @@ from masakari.db import guards
 from masakari.db.database import affected_rows
 from masakari.db.models import Host, Notification, Quarantine, QuarantineMove, utcnow
 
+# What asked for a quarantine (its ``source``).
+OPERATOR = "operator"
+ALERTMANAGER = "alertmanager"
+REDFISH = "redfish"
+STORAGE = "storage"
+SOURCES = (OPERATOR, ALERTMANAGER, REDFISH, STORAGE)
+
 REQUESTED = "requested"
 HELD = "held"
 RUNNING = "running"

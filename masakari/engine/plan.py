@@ -16,6 +16,9 @@ from oslo_config import cfg
 
 from masakari.compute.placement import Resources, add, describe
 from masakari.compute.servers import Server
+from masakari.db import hosts as hosts_db
+from masakari.db import segments as segments_db
+from masakari.db.database import Database
 from masakari.db.statuses import RecoveryMethod
 from masakari.engine import selection
 from masakari.engine.capacity import (
@@ -104,6 +107,39 @@ def build(
         messages=messages,
         candidates=candidates,
         grouped=bool(options.order_in_groups),
+    )
+
+
+def for_host(
+    conf: cfg.ConfigOpts,
+    db: Database,
+    nova: NovaReads,
+    placement: Capacities,
+    host_name: str,
+    segment_uuid: str,
+) -> Plan:
+    """:func:`build` for a host of the database: its segment's recovery method, usable spares
+    and other hosts, as the engine would read them at the host's failure. ``placement``
+    should count the room masakari holds as free (masakari.engine.capacity.unheld): a
+    recovery releases it first."""
+    with db.reader() as session:
+        segment = segments_db.get(session, segment_uuid)
+        method = segment.recovery_method
+        # The engine unreserves the failed host before it lists the spares.
+        reserved = [
+            name
+            for name in hosts_db.reserved_host_names(session, segment.uuid)
+            if name != host_name
+        ]
+        peers = hosts_db.peer_names(session, host_name)
+    return build(
+        conf,
+        nova,
+        placement,
+        host=host_name,
+        recovery_method=method,
+        reserved_hosts=reserved,
+        peers=peers,
     )
 
 

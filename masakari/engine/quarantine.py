@@ -8,6 +8,12 @@ leaves a claim that runs out, and the next engine takes the quarantine over from
 database and Nova hold: migrations already sent are followed, never sent again. It stops
 sending at an operator's cancel and when the host fails meanwhile (a host failure
 notification for it): the host failure's recovery then takes the instances still there.
+
+A quarantine asked for by a lost storage path (source ``storage``) that leaves instances
+on the host falls back, with ``[quarantine] storage_loss_fallback``, to a host failure of
+the host when the segment has the room for them (the recovery plan of the host places
+every one): they hang on the lost path, and fencing the host and evacuating them is the
+only recovery left. Without that room, nothing is fenced: they are left, and said so.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import dataclasses
 import datetime
 import logging
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from oslo_config import cfg
@@ -27,7 +34,8 @@ from masakari.db import hosts as hosts_db
 from masakari.db import quarantines as q
 from masakari.db.database import Database
 from masakari.db.models import Quarantine, QuarantineMove, utcnow
-from masakari.engine import selection
+from masakari.engine import capacity, plan, selection
+from masakari.engine.capacity import Capacities
 from masakari.engine.ports import Clock, Nova
 from masakari.metrics import quarantine as quarantine_metrics
 
@@ -41,6 +49,11 @@ CLOCK_SKEW = datetime.timedelta(seconds=5)
 UNSEEN_GRACE = datetime.timedelta(seconds=60)
 # Claims last this many poll intervals without a renewal.
 LEASE_POLLS = 6
+
+# Records a host failure of the host (its name) for the storage fallback, through the intake
+# (masakari.signals.storage_loss.record_host_failure; the engine must not reach masakari.ha),
+# calling the fence first in its transaction; returns its outcome and what it did.
+HostFailureRecorder = Callable[[str, Callable[[Any], None]], tuple[str, str]]
 
 
 class Stop(Exception):
@@ -61,6 +74,9 @@ class QuarantineRunner:
     owner: str
     notifier: notifier.Notifier
     max_running: int = 2
+    # Both needed for the storage fallback; without either, what stays is left.
+    placement: Capacities | None = None
+    record_host_failure: HostFailureRecorder | None = None
     # Set when the engine stops: runs end at their next look, their claims run out, and
     # another engine takes them over.
     stopping: threading.Event = dataclasses.field(default_factory=threading.Event)
@@ -109,6 +125,8 @@ class QuarantineRunner:
             self._take_out_of_service(row)
             self._migrate(row)
             status, detail = self._outcome(row.uuid)
+            if status in (q.PARTIAL, q.FAILED) and row.source == q.STORAGE:
+                status, detail = self._fall_back(row, status, detail)
         except Stop as stop:
             if stop.status == q.RUNNING:
                 return q.RUNNING  # not ours to end: the claim runs out, an engine goes on
@@ -284,6 +302,60 @@ class QuarantineRunner:
             detail = "not moved within [quarantine] migration_timeout"
             self._set(row, move, status=q.LEFT, detail=detail, ended_at=now)
             quarantine_metrics.migration("timeout")
+
+    def _fall_back(self, row: Quarantine, status: str, detail: str) -> tuple[str, str]:
+        """A storage quarantine's instances that did not move: a host failure when the room
+        for every one of them is there, else left (``status`` and ``detail`` kept, the
+        reason added)."""
+        if not self.conf.quarantine.storage_loss_fallback:
+            return status, detail
+        if self.placement is None or self.record_host_failure is None:
+            return status, f"{detail} Not fenced: this engine cannot judge the room."
+        self._check(row)
+        try:
+            found = plan.for_host(
+                self.conf,
+                self.db,
+                self.nova,
+                capacity.unheld(self.db, self.placement),
+                row.host_name,
+                row.segment_uuid,
+            )
+        except exception.NovaError as exc:
+            quarantine_metrics.fallback("unknown")
+            return status, f"{detail} Not fenced: the room for them is not known ({exc})."
+        if not found.steps:
+            return status, detail
+        homeless = [step for step in found.steps if step.fits is not True]
+        if homeless:
+            quarantine_metrics.fallback("no_room")
+            why = homeless[0].reason or "capacity not known"
+            return status, (
+                f"{detail} Not fenced: the recovery of the host would leave {len(homeless)} of "
+                f"the {len(found.steps)} instance(s) still there behind ({why})."
+            )
+
+        def fence(session: Any) -> None:
+            # Recorded only while the run is still this engine's.
+            until = self.clock.now() + self.lease
+            if not q.renew(session, row.uuid, self.owner, until):
+                raise Stop(q.RUNNING, "claim lost")
+
+        outcome, what = self.record_host_failure(row.host_name, fence)
+        quarantine_metrics.fallback(outcome)
+        if outcome not in ("recorded", "duplicate"):
+            return status, f"{detail} Not fenced: {what}."
+        LOG.warning(
+            "Quarantine of host %s: %d instance(s) could not be live-migrated off its lost "
+            "storage path: %s",
+            row.host_name,
+            len(found.steps),
+            what,
+        )
+        return q.SUPERSEDED, (
+            f"{detail} The room for the {len(found.steps)} instance(s) still there is there: "
+            f"{what}; the host is fenced and they are evacuated."
+        )
 
     def _outcome(self, uuid: str) -> tuple[str, str]:
         moves = self._moves(uuid)

@@ -37,7 +37,7 @@ from masakari.engine.intake import Intake
 from masakari.engine.kdump_sources import KdumpSources
 from masakari.engine.outage import Outage
 from masakari.engine.ports import Clock, Nova
-from masakari.engine.quarantine import QuarantineRunner
+from masakari.engine.quarantine import HostFailureRecorder, QuarantineRunner
 from masakari.engine.recovery.flow import FlowTasks
 from masakari.engine.runner import Runner
 from masakari.engine.slots import EvacuationSlots
@@ -81,6 +81,8 @@ class EngineService:
     ``fencing``: host fencing, read from [fencing] config_file by masakari-engine (None:
     hosts are not fenced). ``judge_instance``: judges each VM report before its instance is
     restarted (quarantine's storage signal, masakari.signals; None: none).
+    ``record_host_failure``: the storage quarantines' fallback (masakari.signals; None: what
+    they leave stays).
     """
 
     def __init__(
@@ -100,6 +102,7 @@ class EngineService:
         addons: Sequence[Addon] = (),
         fencing: HostFencing | None = None,
         judge_instance: InstanceJudge | None = None,
+        record_host_failure: HostFailureRecorder | None = None,
     ) -> None:
         self.conf = conf
         self.db = db
@@ -146,7 +149,16 @@ class EngineService:
         )
         self.runner.room = self.room
         self.quarantines = (
-            QuarantineRunner(conf, db, nova, self.clock, self.owner, self.runner.notifier)
+            QuarantineRunner(
+                conf,
+                db,
+                nova,
+                self.clock,
+                self.owner,
+                self.runner.notifier,
+                placement=placement_used,
+                record_host_failure=record_host_failure,
+            )
             if conf.quarantine.enabled
             else None
         )

@@ -8,7 +8,6 @@ from oslo_config import cfg
 from masakari import exception
 from masakari.compute.placement import HostCapacity
 from masakari.db import hosts as hosts_db
-from masakari.db import segments as segments_db
 from masakari.db.database import Database
 from masakari.db.models import Host
 from masakari.db.paging import Row
@@ -25,24 +24,13 @@ def for_host(
     host: Host | Row,
 ) -> plan.Plan:
     """What recovering ``host`` would do now; reads only."""
-    with db.reader() as session:
-        segment = segments_db.get(session, host.failover_segment_id)
-        method = segment.recovery_method
-        # The engine unreserves the failed host before it lists the spares.
-        reserved = [
-            name
-            for name in hosts_db.reserved_host_names(session, segment.uuid)
-            if name != host.name
-        ]
-        peers = hosts_db.peer_names(session, host.name)
-    return plan.build(
+    return plan.for_host(
         conf,
+        db,
         nova,
         _Named(capacity.unheld(db, placement)),
-        host=host.name,
-        recovery_method=method,
-        reserved_hosts=reserved,
-        peers=peers,
+        host.name,
+        host.failover_segment_id,
     )
 
 

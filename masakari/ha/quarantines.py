@@ -24,11 +24,11 @@ from masakari.ha.notifications import INTAKE_RACES
 
 LOG = logging.getLogger(__name__)
 
-OPERATOR = "operator"
-ALERTMANAGER = "alertmanager"
-REDFISH = "redfish"
-STORAGE = "storage"
-SOURCES = (OPERATOR, ALERTMANAGER, REDFISH, STORAGE)
+OPERATOR = q.OPERATOR
+ALERTMANAGER = q.ALERTMANAGER
+REDFISH = q.REDFISH
+STORAGE = q.STORAGE
+SOURCES = q.SOURCES
 
 
 class QuarantineOff(exception.Conflict):

@@ -19,6 +19,7 @@ class Instruments:
     migration_seconds: Histogram
     redfish_reads: Counter
     storage_judgements: Counter
+    fallbacks: Counter
 
 
 def _create() -> Instruments:
@@ -66,6 +67,14 @@ def _create() -> Instruments:
             ["action", "outcome"],
             registry=registry,
         ),
+        fallbacks=Counter(
+            "masakari_storage_loss_fallbacks",
+            "Storage quarantines that left instances on their host, by what became of them: "
+            "recorded or duplicate (a host failure: fenced and evacuated), no_room, unknown "
+            "(the room could not be read), refused (the intake refused the host failure).",
+            ["outcome"],
+            registry=registry,
+        ),
     )
 
 
@@ -91,3 +100,7 @@ def redfish_read(result: str) -> None:
 
 def storage_judged(action: str, outcome: str) -> None:
     instruments().storage_judgements.labels(action, outcome).inc()
+
+
+def fallback(outcome: str) -> None:
+    instruments().fallbacks.labels(outcome).inc()

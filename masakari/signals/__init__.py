@@ -13,10 +13,13 @@ import logging
 
 from oslo_config import cfg
 
+from masakari import notifier
 from masakari.db.database import Database
+from masakari.db.models import utcnow
 from masakari.engine import periodic
 from masakari.engine.context import InstanceJudge
 from masakari.engine.fencing import HostFencing
+from masakari.ha.notifications import Fence
 from masakari.signals import storage_loss
 from masakari.signals.redfish_health import RedfishHealth
 
@@ -26,18 +29,28 @@ LOG = logging.getLogger(__name__)
 
 
 class Signals:
-    """The engine's add-on (masakari.engine.service.Addon): the Redfish health pass, and the
-    judge of I/O error reports (``judge_instance``, None when off)."""
+    """The engine's add-on (masakari.engine.service.Addon): the Redfish health pass, the
+    judge of I/O error reports (``judge_instance``, None when off), and the host failure
+    the storage quarantines fall back to (``record_host_failure``)."""
 
     def __init__(
         self,
         conf: cfg.ConfigOpts,
+        db: Database,
         redfish: RedfishHealth | None,
         judge_instance: InstanceJudge | None,
     ) -> None:
         self.conf = conf
         self.redfish = redfish
         self.judge_instance = judge_instance
+        self._notifier = notifier.Notifier(conf, "masakari-engine")
+        self._db = db
+
+    def record_host_failure(self, host_name: str, fence: Fence) -> tuple[str, str]:
+        """The storage quarantines' fallback (masakari.engine.quarantine)."""
+        return storage_loss.record_host_failure(
+            self.conf, self._db, host_name, utcnow(), self._notifier, fence
+        )
 
     def tasks(self) -> list[periodic.Task]:
         if self.redfish is None:
@@ -62,6 +75,7 @@ def build(conf: cfg.ConfigOpts, db: Database, fencing: HostFencing | None) -> Si
     options = conf.quarantine
     return Signals(
         conf,
+        db,
         _redfish(conf, db, fencing),
         storage_loss.StorageJudge(conf) if options.storage_error_instances > 0 else None,
     )

@@ -26,6 +26,7 @@ from oslo_config import cfg
 from masakari import exception, notifier
 from masakari.conf import quarantine as quarantine_opts
 from masakari.db import notifications as notifications_db
+from masakari.db.database import Database
 from masakari.db.hosts import RecoveryHost
 from masakari.db.queue import NotificationData
 from masakari.engine.context import RunContext
@@ -136,19 +137,31 @@ def _quarantine(run: RunContext, host: RecoveryHost, reason: str) -> tuple[str, 
 def _host_failure(
     run: RunContext, host: RecoveryHost, notifier_: notifier.Notifier | None
 ) -> tuple[str, str]:
+    return record_host_failure(
+        run.conf, run.effects.seam.db, host.name, run.clock.now(), notifier_, run.effects.seam.fence
+    )
+
+
+def record_host_failure(
+    conf: cfg.ConfigOpts,
+    db: Database,
+    host_name: str,
+    now: datetime.datetime,
+    notifier_: notifier.Notifier | None,
+    fence: notifications.Fence | None = None,
+) -> tuple[str, str]:
+    """Record the host failure a lost storage path asks for, through the intake as a
+    monitor's report (the mass-failure guard counts it): the aggressive action, and the
+    conservative one's fallback for instances that could not be live-migrated
+    (masakari.engine.quarantine). Its outcome and what it did, said for a message."""
     data = {
         "type": "COMPUTE_HOST",
-        "hostname": host.name,
-        "generated_time": run.clock.now().isoformat(),
+        "hostname": host_name,
+        "generated_time": now.isoformat(),
         "payload": HOST_FAILURE,
     }
     try:
-        row, held = notifications.record(
-            run.effects.seam.db,
-            data,
-            intake.Rules.from_conf(run.conf),
-            fence=run.effects.seam.fence,
-        )
+        row, held = notifications.record(db, data, intake.Rules.from_conf(conf), fence=fence)
     except exception.DuplicateNotification:
         return "duplicate", "its host failure is already recorded"
     except exception.HostOnMaintenance:

@@ -42,6 +42,16 @@ COLOURS = {
     "refused": "#c62828",
     "timeout": "#c62828",
     "no message": "#c62828",
+    # A quarantine and its instances (masakari.timeline.quarantine).
+    "moved": "#2e7d32",
+    "released": "#2e7d32",
+    "migrating": "#1565c0",
+    "held": "#ef6c00",
+    "left": "#ef6c00",
+    "partial": "#ef6c00",
+    "superseded": "#ef6c00",
+    "cancelled": "#757575",
+    "withdrawn": "#757575",
 }
 DEFAULT_COLOUR = "#6a1b9a"
 

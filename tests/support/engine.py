@@ -51,7 +51,12 @@ def with_signals(
 ) -> dict[str, Any]:
     """EngineService's keywords for quarantine's signals, as masakari-engine wires them."""
     built = signals.build(conf, db, fencing)
-    return {"addons": [built], "judge_instance": built.judge_instance, "fencing": fencing}
+    return {
+        "addons": [built],
+        "judge_instance": built.judge_instance,
+        "record_host_failure": built.record_host_failure,
+        "fencing": fencing,
+    }
 
 
 def wait_status(

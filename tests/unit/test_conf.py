@@ -128,6 +128,7 @@ PROJECT_ONLY = {
     ("quarantine", "storage_error_instances"): ("integer value", 0, 0),
     ("quarantine", "storage_error_window"): ("integer value", 300, 1),
     ("quarantine", "storage_loss_action"): ("string value", "conservative", None),
+    ("quarantine", "storage_loss_fallback"): ("boolean value", True, None),
     ("quarantine", "segment_storage_loss_action"): ("dict value", {}, None),
 }
 

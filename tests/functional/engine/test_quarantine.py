@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from masakari.cmd import manage
 from masakari.db import quarantines as q
 from masakari.db.database import Database
 from masakari.db.models import Quarantine, QuarantineMove
@@ -90,7 +91,9 @@ def test_the_host_is_disabled_and_emptied_by_live_migration(sim, db, engine_fact
     assert not host_row(db, ids["q-1"]).on_maintenance
 
 
-def test_what_cannot_move_is_left_and_a_failed_migration_said(sim, db, engine_factory):
+def test_what_cannot_move_is_left_and_a_failed_migration_said(
+    sim, db, engine_factory, tmp_path, capsys
+):
     _, ids = _cloud(sim, db)
     stopped = sim.add_server(
         host="q-1",
@@ -121,6 +124,23 @@ def test_what_cannot_move_is_left_and_a_failed_migration_said(sim, db, engine_fa
     assert sim.server(stopped)["OS-EXT-SRV-ATTR:host"] == "q-1"
     assert {by_id[ids["vm-0"]].status, by_id[ids["vm-2"]].status} == {q.MOVED}
     assert done.detail == "Some instances stay on the host (2 moved, 1 failed, 2 left)."
+
+    # Its timeline: the phases, and a bar per instance coloured by what became of it.
+    conf_file = tmp_path / "manage.conf"
+    url = db.engine.url.render_as_string(hide_password=False)
+    conf_file.write_text(f"[database]\nconnection = {url}\n")
+    page = tmp_path / "quarantine.html"
+    argv = ["--config-file", str(conf_file), "quarantine", "show", row.uuid, "--html", str(page)]
+    assert manage.main(argv) == 0
+    out = capsys.readouterr().out
+    assert f"timeline drawn in {page}" in out
+    drawn = page.read_text()
+    for move in moves:
+        assert f'data-id="{move.server_id}" data-result="{move.status}"' in drawn
+    assert drawn.count('class="bar instance"') == len(moves) == 5
+    for phase in ("requested", "out-of-service", "migrations"):
+        assert f'data-id="{phase}" data-result=' in drawn
+    assert 'data-id="migrations" data-result="partial"' in drawn
 
 
 def test_a_host_failure_meanwhile_supersedes_it(sim, db, engine_factory):

@@ -180,6 +180,115 @@ def test_conservative_with_quarantine_off_restarts_in_place(
     assert judgements("conservative", "refused") == refused + 1
 
 
+def _stuck_cloud(
+    db: Database, sim: NovaSimulator, room_vcpus: int | None
+) -> tuple[str, list[str], str, str]:
+    """compute-1 with three instances that live-migrate, one whose live migration Nova fails
+    and one stopped (both HA-enabled), compute-2 with ``room_vcpus`` (None: unlimited):
+    (compute-1's uuid, the movable, the failing, the stopped)."""
+    sim.add_service("compute-1")
+    sim.add_service("compute-2", vcpus=room_vcpus)
+    segment = add_segment(db, name="ceph-racks")
+    host = add_host(db, segment, "compute-1")
+    add_host(db, segment, "compute-2")
+    ha = {"HA_Enabled": "True"}
+    movable = [sim.add_server(host="compute-1", metadata=ha) for _ in range(3)]
+    failing = sim.add_server(host="compute-1", metadata=ha)
+    stopped = sim.add_server(host="compute-1", metadata=ha, vm_state="stopped")
+    sim.fail_live_migrations([failing])
+    return host, movable, failing, stopped
+
+
+FALLBACK = {
+    **JUDGE,
+    "quarantine.enabled": True,
+    "quarantine.poll_interval": 1,
+    # Nova evacuates only from a host it counts down (as in the aggressive test above).
+    "host_failure.force_down_fenced_host": True,
+}
+
+
+def _ended(db: Database, uuid: str) -> Any:
+    return wait_for(
+        lambda: (lambda row: row if row.status not in ("requested", "running") else None)(
+            quarantines.get(db, uuid)[0]
+        ),
+        60,
+        "the quarantine ended",
+    )
+
+
+def test_conservative_falls_back_to_a_host_failure_when_the_room_is_there(
+    db: Database, sim: NovaSimulator, engine_factory: Any
+) -> None:
+    host, movable, failing, stopped = _stuck_cloud(db, sim, None)
+    reports(db, host, movable, [30, 20, 10])
+    conf = make_conf(sim, **FALLBACK)
+    engine_factory(conf, **with_signals(conf, db))
+
+    row = wait_for(lambda: next(iter(quarantines.list_(db)), None), 60, "the host judged")
+    ended = _ended(db, row.uuid)
+    (failure,) = host_failures(db, host)
+    assert ended.status == "superseded", ended.detail
+    assert ended.detail.startswith("Some instances stay on the host (3 moved, 1 failed, 1 left).")
+    assert f"host failure notification {failure.notification_uuid} recorded" in ended.detail
+    assert json.loads(failure.payload or "") == HOST_FAILURE
+    assert wait_status(db, failure.notification_uuid, timeout=60) == "finished"
+    # Every instance on compute-2, none moved twice: the three by their live migration only
+    # (the first two reports restarted theirs in place, before the host was judged), the two
+    # left by the evacuation.
+    every = [*movable, failing, stopped]
+    assert {sim.server(s)["OS-EXT-SRV-ATTR:host"] for s in every} == {"compute-2"}
+
+    def moves(server: str) -> list[str]:
+        return [a for a in sim.actions(server) if a in ("os-migrateLive", "evacuate")]
+
+    assert [moves(s) for s in movable] == [["os-migrateLive"]] * 3
+    assert moves(failing) == ["os-migrateLive", "evacuate"]
+    assert moves(stopped) == ["evacuate"]
+
+
+def test_conservative_leaves_what_stays_without_the_room(
+    db: Database, sim: NovaSimulator, engine_factory: Any
+) -> None:
+    # compute-2 takes the three that live-migrate and one more: not both left.
+    host, movable, failing, stopped = _stuck_cloud(db, sim, 4)
+    reports(db, host, movable, [30, 20, 10])
+    no_room = quarantine_metrics.instruments().fallbacks.labels("no_room")._value.get()
+    conf = make_conf(sim, **FALLBACK)
+    engine_factory(conf, **with_signals(conf, db))
+
+    row = wait_for(lambda: next(iter(quarantines.list_(db)), None), 60, "the host judged")
+    ended = _ended(db, row.uuid)
+    assert ended.status == "partial", ended.detail
+    assert "Not fenced: the recovery of the host would leave 1 of the 2 instance(s)" in (
+        ended.detail
+    )
+    assert host_failures(db, host) == []
+    assert sim.service("compute-1")["forced_down"] is False
+    assert {sim.server(s)["OS-EXT-SRV-ATTR:host"] for s in (failing, stopped)} == {"compute-1"}
+    assert "evacuate" not in sim.actions()
+    assert quarantine_metrics.instruments().fallbacks.labels("no_room")._value.get() == no_room + 1
+
+
+def test_without_the_fallback_what_stays_is_left(
+    db: Database, sim: NovaSimulator, engine_factory: Any
+) -> None:
+    host, movable, failing, stopped = _stuck_cloud(db, sim, None)
+    reports(db, host, movable, [30, 20, 10])
+    conf = make_conf(sim, **FALLBACK, **{"quarantine.storage_loss_fallback": False})
+    engine_factory(conf, **with_signals(conf, db))
+
+    row = wait_for(lambda: next(iter(quarantines.list_(db)), None), 60, "the host judged")
+    ended = _ended(db, row.uuid)
+    assert (ended.status, ended.detail) == (
+        "partial",
+        "Some instances stay on the host (3 moved, 1 failed, 1 left).",
+    )
+    assert host_failures(db, host) == []
+    assert "evacuate" not in sim.actions()
+
+
 @pytest.mark.parametrize("server_db", ["postgresql", "mysql"], indirect=True)
 def test_engines_judging_one_burst_request_one_quarantine(
     server_db: Database, sim: NovaSimulator
