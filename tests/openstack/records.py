@@ -3,8 +3,11 @@ instance actions and services, masakari's API. The drills assert on these, never
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
+from tests.fakes.ipmi_bmc import FakeBMC
 from tests.support.openstack.cloud import Cloud
 from tests.support.openstack.masakari import Masakari
 
@@ -55,3 +58,19 @@ def assert_recovered(cloud: Cloud, server_id: str, source: str, state: str) -> N
     assert len(evacuated) == 1, (server_id, evacuated)
     results = event_results(evacuated[0])
     assert results and set(results.values()) == {"Success"}, (server_id, results)
+
+
+def fencing_file(tmp_path: Path, bmc: FakeBMC, host: str = "compute-1") -> str:
+    """A [fencing] config_file giving ``host`` its BMC (IPMI) with the BMC's credentials."""
+    entry = {
+        "driver": "ipmi",
+        "address": bmc.address,
+        "port": bmc.port,
+        "username": bmc.username,
+        "password": bmc.password,
+        "timeout": 10,
+    }
+    path = tmp_path / "fencing.yaml"
+    path.write_text(json.dumps({"version": 1, "hosts": {host: [entry]}}))  # JSON is YAML
+    path.chmod(0o600)
+    return str(path)

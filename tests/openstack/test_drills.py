@@ -32,17 +32,7 @@ V19 = {"OpenStack-API-Version": "instance-ha 1.9"}
 
 
 def _sections(tmp_path: Path, bmc: FakeBMC) -> dict[str, dict[str, Any]]:
-    entry = {
-        "driver": "ipmi",
-        "address": bmc.address,
-        "port": bmc.port,
-        "username": bmc.username,
-        "password": bmc.password,
-        "timeout": 10,
-    }
-    path = tmp_path / "fencing.yaml"
-    path.write_text(json.dumps({"version": 1, "hosts": {HOST: [entry]}}))  # JSON is YAML
-    path.chmod(0o600)
+    path = records.fencing_file(tmp_path, bmc, HOST)
     return {
         "DEFAULT": {"api_max_microversion": "1.9", "wait_period_after_evacuation": 120},
         "drill": {
@@ -51,7 +41,7 @@ def _sections(tmp_path: Path, bmc: FakeBMC) -> dict[str, dict[str, Any]]:
             "service_up_timeout": 120,
             "migration_timeout": 120,
         },
-        "fencing": {"config_file": str(path), "confirm_interval": 0.5, "confirm_timeout": 20},
+        "fencing": {"config_file": path, "confirm_interval": 0.5, "confirm_timeout": 20},
     }
 
 

@@ -8,7 +8,6 @@ power would. Detection: the engine polls the real services' heartbeats.
 from __future__ import annotations
 
 import datetime
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,21 +23,6 @@ FAILED = "compute-1"
 HOSTS = ["compute-1", "compute-2", "compute-3"]
 
 
-def _fencing_file(tmp_path: Path, bmc: FakeBMC) -> str:
-    entry = {
-        "driver": "ipmi",
-        "address": bmc.address,
-        "port": bmc.port,
-        "username": bmc.username,
-        "password": bmc.password,
-        "timeout": 10,
-    }
-    path = tmp_path / "fencing.yaml"
-    path.write_text(json.dumps({"version": 1, "hosts": {FAILED: [entry]}}))  # JSON is YAML
-    path.chmod(0o600)
-    return str(path)
-
-
 def test_fenced_hand_off(
     cloud: Cloud, masakari: Callable[..., Masakari], bmc: FakeBMC, tmp_path: Path
 ) -> None:
@@ -51,7 +35,7 @@ def test_fenced_hand_off(
             # Without the hand-off the evacuations would wait these 180 s: they do not.
             "DEFAULT": {"wait_period_after_service_update": 180},
             "fencing": {
-                "config_file": _fencing_file(tmp_path, bmc),
+                "config_file": records.fencing_file(tmp_path, bmc, FAILED),
                 "confirm_interval": 0.2,
                 "confirm_timeout": 10,
             },
