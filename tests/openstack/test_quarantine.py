@@ -27,13 +27,30 @@ def _quarantine(deployment: Masakari, uuid: str) -> dict[str, Any]:
     return dict(answer.json()["quarantine"])
 
 
+def _stopped_server(cloud: Cloud) -> str:
+    stopped = cloud.boot("vm-stopped", HOST)
+    cloud.nova.post(f"/servers/{stopped}/action", json={"os-stop": None})
+    cloud.wait_server(stopped, lambda s: s["status"] == "SHUTOFF", 60)
+    return stopped
+
+
+def _ended(deployment: Masakari, uuid: str) -> dict[str, Any]:
+    return dict(
+        wait_for(
+            "quarantine ended",
+            lambda: (
+                (q := _quarantine(deployment, uuid))["status"] not in ("requested", "running") and q
+            ),
+            180,
+        )
+    )
+
+
 def test_a_quarantined_host_is_emptied_by_live_migration(
     cloud: Cloud, masakari: Callable[..., Masakari]
 ) -> None:
     running = cloud.wait_active([cloud.boot(f"vm-{n}", HOST, wait=False) for n in range(3)])
-    stopped = cloud.boot("vm-stopped", HOST)
-    cloud.nova.post(f"/servers/{stopped}/action", json={"os-stop": None})
-    cloud.wait_server(stopped, lambda s: s["status"] == "SHUTOFF", 60)
+    stopped = _stopped_server(cloud)
     deployment = masakari(
         {
             "DEFAULT": {"api_max_microversion": "1.10"},
@@ -49,13 +66,7 @@ def test_a_quarantined_host_is_emptied_by_live_migration(
     )
     assert asked.status_code == 202, asked.text
     uuid = asked.json()["quarantine"]["id"]
-    done = wait_for(
-        "quarantine ended",
-        lambda: (
-            (q := _quarantine(deployment, uuid))["status"] not in ("requested", "running") and q
-        ),
-        180,
-    )
+    done = _ended(deployment, uuid)
     assert done["status"] == "partial", done
     instances = {i["instance_id"]: i for i in done["instances"]}
     assert instances[stopped]["status"] == "left"
@@ -91,9 +102,7 @@ def test_a_lost_storage_path_moves_what_it_can_and_evacuates_the_rest(
     host failure is recorded: compute-1 is powered off through its BMC and the stopped
     server evacuated. Each server moved once, by one or the other."""
     running = cloud.boot("vm-running", HOST)
-    stopped = cloud.boot("vm-stopped", HOST)
-    cloud.nova.post(f"/servers/{stopped}/action", json={"os-stop": None})
-    cloud.wait_server(stopped, lambda s: s["status"] == "SHUTOFF", 60)
+    stopped = _stopped_server(cloud)
     deployment = masakari(
         {
             "DEFAULT": {"api_max_microversion": "1.10"},

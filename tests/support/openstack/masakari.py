@@ -179,11 +179,14 @@ class Masakari:
             proc.wait(10)
 
     def stop(self) -> None:
-        """Every process at once, SIGTERM then SIGKILL after 15 s: a drill's database is thrown
-        away, so nothing waits for one engine's graceful end before the next."""
+        """Every process at once, the engines SIGTERM and the API SIGINT, then SIGKILL after
+        15 s: a drill's database is thrown away, so nothing waits for a graceful end."""
         running = [p for p in [*self.engines, self.api_proc] if p is not None and p.poll() is None]
         for proc in running:
-            os.killpg(proc.pid, signal.SIGTERM)
+            # The API's graceful stop (SIGTERM) waits for open connections, idle kept-alive
+            # ones too, up to gunicorn's graceful_timeout (10 s); SIGINT stops it at once.
+            quick = proc is self.api_proc
+            os.killpg(proc.pid, signal.SIGINT if quick else signal.SIGTERM)
         for proc in running:
             try:
                 proc.wait(15)
