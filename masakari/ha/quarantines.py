@@ -20,15 +20,16 @@ from masakari.db import hosts as hosts_db
 from masakari.db import quarantines as q
 from masakari.db.database import Database, transaction
 from masakari.db.models import Host, Quarantine, QuarantineMove, utcnow
+from masakari.db.quarantines import (  # noqa: F401 (the sources, for its callers)
+    ALERTMANAGER,
+    OPERATOR,
+    REDFISH,
+    SOURCES,
+    STORAGE,
+)
 from masakari.ha.notifications import INTAKE_RACES
 
 LOG = logging.getLogger(__name__)
-
-OPERATOR = q.OPERATOR
-ALERTMANAGER = q.ALERTMANAGER
-REDFISH = q.REDFISH
-STORAGE = q.STORAGE
-SOURCES = q.SOURCES
 
 
 class QuarantineOff(exception.Conflict):
