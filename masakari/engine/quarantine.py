@@ -81,6 +81,8 @@ class QuarantineRunner:
     # another engine takes them over.
     stopping: threading.Event = dataclasses.field(default_factory=threading.Event)
     _running: set[str] = dataclasses.field(default_factory=set)
+    # When each running quarantine's claim was last renewed (monotonic seconds).
+    _renewed: dict[str, float] = dataclasses.field(default_factory=dict)
     _lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
 
     @property
@@ -114,6 +116,7 @@ class QuarantineRunner:
         finally:
             with self._lock:
                 self._running.discard(row.uuid)
+                self._renewed.pop(row.uuid, None)
 
     # --- one quarantine ---------------------------------------------------------------------
 
@@ -225,11 +228,18 @@ class QuarantineRunner:
             self.clock.sleep(min(interval, 1.0), self.stopping)
 
     def _check(self, row: Quarantine) -> None:
-        """Renew the claim; stop at a cancel, a host failure or a lost claim."""
-        now = self.clock.now()
-        with self.db.writer() as session:
-            renewed = q.renew(session, row.uuid, self.owner, now + self.lease)
+        """Renew the claim when a third of it has passed (a write), else read that it is
+        still this engine's; stop at a cancel, a host failure or a lost claim."""
+        now, tick = self.clock.now(), self.clock.monotonic()
+        due = tick - self._renewed.get(row.uuid, -1e18) >= self.lease.total_seconds() / 3
+        with self.db.writer() if due else self.db.reader() as session:
+            if due:
+                renewed = q.renew(session, row.uuid, self.owner, now + self.lease)
+                if renewed:
+                    self._renewed[row.uuid] = tick
             current = q.get(session, row.uuid)
+            if not due:
+                renewed = current is not None and current.owner == self.owner
             started = current.started_at if current is not None else None
             failure = q.recovering(session, row.host_uuid) or q.failed_since(
                 session, row.host_uuid, started

@@ -6,7 +6,10 @@ meanwhile, an engine killed and taken over, and the release. Asserted on what th
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
+
+import sqlalchemy as sa
 
 from masakari.cmd import manage
 from masakari.db import quarantines as q
@@ -188,6 +191,37 @@ def test_an_engine_that_dies_is_taken_over_without_sending_again(sim, db, engine
     assert second.owner != first.owner
     for n in range(2):
         assert sim.actions(ids[f"vm-{n}"]) == ["os-migrateLive"]  # sent once
+
+
+def test_an_engine_whose_claim_was_taken_sends_no_more(sim, db, engine_factory):
+    """The claim is renewed only every third of it; between renewals each look still reads
+    whose it is: another engine's claim stops this one before its next migration."""
+    _, ids = _cloud(sim, db, servers=3)
+    sim.set_live_migration_delay(2.0)
+    # A claim of 6 polls of 30 s: renewed every minute, the next renewal far off.
+    conf = make_conf(
+        sim,
+        **{
+            "quarantine.enabled": True,
+            "quarantine.poll_interval": 30,
+            "quarantine.max_concurrent_migrations": 1,
+        },
+    )
+    row = _request(conf, db, "q-1")
+    first = engine_factory(conf, start=False)
+    first.quarantines.poll()
+    wait_for(lambda: sim.actions().count("os-migrateLive") == 1, 10, "the first sent")
+    until = datetime.datetime.now(datetime.UTC).replace(tzinfo=None) + datetime.timedelta(hours=1)
+    with db.writer() as session:
+        session.execute(
+            sa.update(Quarantine)
+            .where(Quarantine.uuid == row.uuid)
+            .values(owner="another-engine", lease_until=until)
+        )
+    wait_for(lambda: not first.quarantines._running, 10, "the first engine's run ended")
+    assert sim.actions().count("os-migrateLive") == 1
+    taken, _ = _get(db, row.uuid)
+    assert (taken.status, taken.owner) == (q.RUNNING, "another-engine")
 
 
 def test_cancel_sends_no_more(sim, db, engine_factory):
