@@ -153,6 +153,7 @@ class Cloud:
         for service in self.services().values():
             if service["status"] != "enabled":
                 self.nova.put(f"/os-services/{service['id']}", json={"status": "enabled"})
+        restarted = [h for h in self.layout.computes if not self.compute_running(h)]
         for host in self.layout.computes:
             self.start_compute(host)
         for service in self.services().values():
@@ -169,6 +170,8 @@ class Cloud:
                     interval=2,
                 )
         self.wait_computes(self.layout.computes, "up", timeout=90)
+        if restarted:
+            self._wait_heartbeats(restarted)
         wait_for("no provider disabled", lambda: not self.disabled_providers(), 90, interval=1)
         self.delete_all_servers()
         for aggregate in self.nova.get("/os-aggregates").json()["aggregates"]:
@@ -207,6 +210,22 @@ class Cloud:
             return all(services.get(h, {}).get("state") == state for h in hosts)
 
         wait_for(f"computes {', '.join(hosts)} {state}", reached, timeout)
+
+    def _wait_heartbeats(self, hosts: list[str], count: int = 2) -> None:
+        """Wait for ``count`` writes of each host's service row after this moment. Nova counts
+        a compute up on its last heartbeat (``last_seen_up``, which its API does not show) for
+        service_down_time: one killed moments ago still counts up. Its row's ``updated_at``
+        moves on each heartbeat and on admin changes; once those are made, only the running
+        nova-compute writes it, and the second write is a heartbeat."""
+        seen = {h: [_written(s)] for h, s in self.services().items() if h in hosts}
+
+        def written() -> bool:
+            for host, service in self.services().items():
+                if host in seen and _written(service) != seen[host][-1]:
+                    seen[host].append(_written(service))
+            return all(len(times) > count for times in seen.values())
+
+        wait_for(f"{', '.join(hosts)} heartbeating", written, 90, interval=0.5)
 
     def resource_providers(self) -> list[dict[str, Any]]:
         return list(self.placement.get("/resource_providers").json()["resource_providers"])
@@ -334,3 +353,8 @@ class Cloud:
             "password": PASSWORD,
             "project_name": "service",
         }
+
+
+def _written(service: dict[str, Any]) -> str:
+    """When the service's row was last written (``updated_at``, as Nova's API shows it)."""
+    return str(service.get("updated_at") or "")
