@@ -119,8 +119,14 @@ class Room:
         with self.db.reader() as session:
             records = {(r.host_name, r.resource_class) for r in room_holds.rows(session, seg.uuid)}
         wanted = {(h, rc) for h, amounts in need.items() for rc, n in amounts.items() if n}
+        classes: dict[str, list[str]] = {}
         for host, rc in sorted(wanted | records):
-            self._settle(seg.uuid, host, rc, need.get(host, {}).get(rc, 0))
+            classes.setdefault(host, []).append(rc)
+        for host, rcs in classes.items():
+            # One read per host: each write's answer carries the generation the next needs.
+            found = self.placement.inventory(host)
+            for rc in rcs:
+                found = self._settle(seg.uuid, host, rc, need.get(host, {}).get(rc, 0), found)
         return Pass(seg.name, HELD if target else OFF, held_of(self.db, seg.uuid))
 
     def restore(self, segment_uuid: str, name: str | None = None) -> Pass:
@@ -155,16 +161,21 @@ class Room:
 
     # --- one inventory ---------------------------------------------------------------------
 
-    def _settle(self, segment_uuid: str, host: str, rc: str, amount: int) -> None:
-        """Make the inventory reserve its base plus ``amount`` (capacity units) of room."""
-        for _ in range(CONFLICT_TRIES):
-            found = self.placement.inventory(host)
+    def _settle(
+        self, segment_uuid: str, host: str, rc: str, amount: int, found: ProviderInventory | None
+    ) -> ProviderInventory | None:
+        """Make the inventory reserve its base plus ``amount`` (capacity units) of room.
+        ``found``: the host's inventories as last read, read again after a conflict; returns
+        them as they are after this."""
+        for attempt in range(CONFLICT_TRIES):
+            if attempt:
+                found = self.placement.inventory(host)
             inv = None if found is None else found.inventories.get(rc)
             record = self._record(host, rc)
             if found is None or inv is None:
                 if record is not None:
                     self._forget(record.provider_uuid, rc)
-                return
+                return found
             current = int(inv.get("reserved", 0))
             base = current - ours(record, current) if record is not None else current
             units = math.ceil(amount / float(inv.get("allocation_ratio", 1.0))) if amount else 0
@@ -178,17 +189,21 @@ class Room:
                         session, segment_uuid, host, found.uuid, rc, base, wanted
                     ):
                         room_holds.wrote(session, found.uuid, rc, wanted)
-                return
+                return found
             with self.db.writer() as session:
                 if not room_holds.intend(session, segment_uuid, host, found.uuid, rc, base, wanted):
-                    return
+                    return found
             try:
-                self.placement.set_reserved(found, rc, wanted)
+                generation = self.placement.set_reserved(found, rc, wanted)
             except GenerationConflict:
                 continue
             with self.db.writer() as session:
                 room_holds.wrote(session, found.uuid, rc, wanted)
-            return
+            return dataclasses.replace(
+                found,
+                generation=generation,
+                inventories={**found.inventories, rc: {**inv, "reserved": wanted}},
+            )
         raise exception.NovaError(
             f"Placement kept changing the {rc} inventory of {host}: its room is not settled."
         )

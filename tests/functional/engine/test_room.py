@@ -4,6 +4,7 @@ what a host failure's recovery then finds."""
 
 from __future__ import annotations
 
+import collections
 from typing import Any
 
 import sqlalchemy as sa
@@ -167,11 +168,13 @@ class _Racing:
 
     def __init__(self, sim: NovaSimulator, client: PlacementClient, times: int) -> None:
         self.sim, self.client, self.times = sim, client, times
+        self.reads: collections.Counter[str] = collections.Counter()
 
     def host_capacity(self, name: str) -> Any:
         return self.client.host_capacity(name)
 
     def inventory(self, name: str) -> ProviderInventory | None:
+        self.reads[name] += 1
         return self.client.inventory(name)
 
     def set_reserved(self, found: ProviderInventory, rc: str, reserved: int) -> int:
@@ -189,6 +192,10 @@ def test_a_write_refused_for_a_newer_generation_is_read_again(sim, db):
     _hold(sim, make_conf(sim, **HOLD), db, racing)
     assert _reserved(sim, "h-1", "MEMORY_MB") == 1024 + 8192  # on nova-compute's, once
     assert racing.times == 0
+    # Each host's inventories read once for its three classes (each write answers with the
+    # generation the next one names), and again only after each refused write.
+    assert racing.reads == {"h-1": 3, "h-2": 1}
+    assert [_reserved(sim, h) for h in HOSTS] == [4, 4, 0]
 
 
 def test_nothing_is_written_while_a_host_failure_of_the_segment_is_recovered(sim, db):
