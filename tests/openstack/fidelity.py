@@ -82,7 +82,8 @@ def _settle(nova: NovaClient, server_id: str, source: str | None, timeout: float
     """The real Nova clears an evacuated server's task_state when the destination has
     rebuilt it, and moves its host a moment later (nova/compute/manager.py
     _do_rebuild_instance_with_claim, rt.finish_evacuation): task_state None alone is not
-    the end of an evacuation."""
+    the end of an evacuation. Its migration record is marked done after that again (seen
+    still ``pre-migrating`` on a loaded machine): with ``source``, it is waited for too."""
 
     def settled() -> Server | None:
         server = nova.get_server(server_id)
@@ -90,6 +91,10 @@ def _settle(nova: NovaClient, server_id: str, source: str | None, timeout: float
             return None
         if source is not None and server.host == source and server.vm_state != "error":
             return None
+        if source is not None:
+            newest = nova.list_migrations(server_id, "evacuation")
+            if newest and not newest[0].finished:
+                return None
         return server
 
     return wait_for(f"server {server_id} settled", settled, timeout)
