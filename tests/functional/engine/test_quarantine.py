@@ -197,7 +197,7 @@ def test_an_engine_whose_claim_was_taken_sends_no_more(sim, db, engine_factory):
     """The claim is renewed only every third of it; between renewals each look still reads
     whose it is: another engine's claim stops this one before its next migration."""
     _, ids = _cloud(sim, db, servers=3)
-    sim.set_live_migration_delay(2.0)
+    sim.set_live_migration_delay(5.0)  # the claim changes hands long before it ends
     # A claim of 6 polls of 30 s: renewed every minute, the next renewal far off.
     conf = make_conf(
         sim,
