@@ -39,11 +39,12 @@ class Signals:
         db: Database,
         redfish: RedfishHealth | None,
         judge_instance: InstanceJudge | None,
+        notifier_: notifier.Notifier,
     ) -> None:
         self.conf = conf
         self.redfish = redfish
         self.judge_instance = judge_instance
-        self._notifier = notifier.Notifier(conf, "masakari-engine")
+        self._notifier = notifier_
         self._db = db
 
     def record_host_failure(self, host_name: str, fence: Fence) -> tuple[str, str]:
@@ -73,11 +74,14 @@ class Signals:
 
 def build(conf: cfg.ConfigOpts, db: Database, fencing: HostFencing | None) -> Signals:
     options = conf.quarantine
+    # One notifier for the host failures both storage actions record.
+    notifier_ = notifier.Notifier(conf, "masakari-engine")
     return Signals(
         conf,
         db,
         _redfish(conf, db, fencing),
-        storage_loss.StorageJudge(conf) if options.storage_error_instances > 0 else None,
+        storage_loss.StorageJudge(notifier_) if options.storage_error_instances > 0 else None,
+        notifier_,
     )
 
 

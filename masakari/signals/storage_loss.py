@@ -51,6 +51,11 @@ HOST_FAILURE = {
 }
 # Outcomes after which the host's instances are another recovery's to move.
 _TAKEN = ("requested", "held", "already", "recovering", "recorded", "duplicate", "maintenance")
+# What the aggressive action's outcome means for the reporting instance.
+_AFTER = {
+    "maintenance": ": its instances are another's to move",
+    "refused": ": the instance is restarted in place",
+}
 
 
 class StorageJudge:
@@ -58,8 +63,8 @@ class StorageJudge:
     failure it records (``notification.create.end``, as the API's create and the detector
     send)."""
 
-    def __init__(self, conf: cfg.ConfigOpts) -> None:
-        self.notifier = notifier.Notifier(conf, "masakari-engine")
+    def __init__(self, notifier_: notifier.Notifier) -> None:
+        self.notifier = notifier_
 
     def __call__(self, run: RunContext, notification: NotificationData) -> Judged | None:
         return judge(run, notification, self.notifier)
@@ -95,7 +100,15 @@ def judge(
         f"{options.storage_error_window} s ({named})"
     )
     if action == quarantine_opts.AGGRESSIVE:
-        outcome, what = _host_failure(run, host, notifier_)
+        outcome, what = record_host_failure(
+            run.conf,
+            run.effects.seam.db,
+            host.name,
+            run.clock.now(),
+            notifier_,
+            run.effects.seam.fence,
+        )
+        what += _AFTER.get(outcome, "")
     else:
         outcome, what = _quarantine(run, host, reason)
     quarantine_metrics.storage_judged(action, outcome)
@@ -134,14 +147,6 @@ def _quarantine(run: RunContext, host: RecoveryHost, reason: str) -> tuple[str, 
     return outcome, f"quarantine {row.uuid} {outcome}"
 
 
-def _host_failure(
-    run: RunContext, host: RecoveryHost, notifier_: notifier.Notifier | None
-) -> tuple[str, str]:
-    return record_host_failure(
-        run.conf, run.effects.seam.db, host.name, run.clock.now(), notifier_, run.effects.seam.fence
-    )
-
-
 def record_host_failure(
     conf: cfg.ConfigOpts,
     db: Database,
@@ -165,9 +170,9 @@ def record_host_failure(
     except exception.DuplicateNotification:
         return "duplicate", "its host failure is already recorded"
     except exception.HostOnMaintenance:
-        return "maintenance", "the host is on maintenance: its instances are another's to move"
+        return "maintenance", "the host is on maintenance"
     except exception.MasakariError as exc:
-        return "refused", f"no host failure ({exc.message}): the instance is restarted in place"
+        return "refused", f"no host failure ({exc.message})"
     if notifier_ is not None:
         fields = notifier.notification_fields(row)
         notifier_.emit("notification.create.end", notifier.notification_payload(fields))

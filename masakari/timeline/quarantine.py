@@ -19,6 +19,7 @@ def load(session: orm.Session, uuid: str) -> Timeline:
     if row is None:
         raise QuarantineNotFound(id=uuid)
     moves = q.moves(session, uuid)
+    selected = _selected_at(row, moves)
     return Timeline(
         notification_uuid=row.uuid,
         type=f"quarantine of {row.host_name} ({row.source}: {row.reason})",
@@ -26,17 +27,20 @@ def load(session: orm.Session, uuid: str) -> Timeline:
         generated_time=row.created_at,
         created_at=row.created_at,
         updated_at=row.ended_at or row.updated_at,
-        tasks=_phases(row, moves),
-        instances=[_instance(row, m, _selected_at(row, moves)) for m in moves],
+        tasks=_phases(row, moves, selected),
+        instances=[_instance(row, m, selected) for m in moves],
         failure_reason=row.detail if row.status in (q.FAILED, q.PARTIAL) else None,
         hold_reason=row.hold_reason if row.status == q.HELD else None,
         title="Quarantine",
     )
 
 
-def _phases(row: Quarantine, moves: list[QuarantineMove]) -> list[Bar]:
+def _phases(
+    row: Quarantine, moves: list[QuarantineMove], selected: datetime.datetime | None
+) -> list[Bar]:
     """What the engine did, in order. The engine takes the host out of service between its
-    claim and its first live migration: that phase ends at the first request sent."""
+    claim and its first live migration: that phase ends at ``selected``, the first request
+    sent (the run's end when none was)."""
     waited = row.started_at or (row.updated_at if row.status == q.WITHDRAWN else None)
     waiting = {q.HELD: "held", q.WITHDRAWN: "withdrawn"}.get(row.status, "pending")
     bars = [
@@ -52,16 +56,15 @@ def _phases(row: Quarantine, moves: list[QuarantineMove]) -> list[Bar]:
     ]
     if row.started_at is None:
         return bars
-    first = _selected_at(row, moves)
-    sent = [m.sent_at for m in moves if m.sent_at is not None]
+    sent = any(m.sent_at is not None for m in moves)
     running = row.status == q.RUNNING
     bars.append(
         Bar(
             "task",
             "out of service",
-            "done" if first is not None else "running",
+            "done" if selected is not None else "running",
             row.started_at,
-            first,
+            selected,
             detail=f"{row.host_name} disabled in Nova, on maintenance",
             ident="out-of-service",
         )
@@ -72,7 +75,7 @@ def _phases(row: Quarantine, moves: list[QuarantineMove]) -> list[Bar]:
                 "task",
                 "live migrations",
                 "running" if running else row.status,
-                min(sent),
+                selected,
                 None if running else row.ended_at,
                 detail=row.detail or "",
                 ident="migrations",

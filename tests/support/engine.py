@@ -12,8 +12,9 @@ from oslo_config import cfg
 
 from masakari import conf as masakari_conf
 from masakari import signals
+from masakari.db import quarantines as quarantines_db
 from masakari.db.database import Database
-from masakari.db.models import VMove
+from masakari.db.models import Quarantine, VMove
 from masakari.engine.fencing import HostFencing
 from tests.fakes.nova import NovaSimulator
 from tests.support import rows
@@ -136,3 +137,17 @@ def wait_for(predicate: Any, timeout: float, what: str, interval: float = 0.05) 
             return value
         time.sleep(interval)
     raise AssertionError(f"{what}: not within {timeout} s")
+
+
+def quarantine_ended(db: Database, uuid: str, timeout: float = 30) -> Quarantine:
+    """The quarantine once it is neither waiting for an engine nor running."""
+
+    def ended() -> Quarantine | None:
+        with db.reader() as session:
+            row = quarantines_db.get(session, uuid)
+            if row is None or row.status in (quarantines_db.REQUESTED, quarantines_db.RUNNING):
+                return None
+            session.expunge(row)
+            return row
+
+    return wait_for(ended, timeout, f"quarantine {uuid} ended")

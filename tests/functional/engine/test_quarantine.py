@@ -25,6 +25,7 @@ from tests.support.engine import (
     host_row,
     make_conf,
     notify,
+    quarantine_ended,
     wait_for,
     wait_status,
 )
@@ -50,14 +51,6 @@ def _get(db: Database, uuid: str) -> tuple[Quarantine, list[QuarantineMove]]:
     return quarantines.get(db, uuid)
 
 
-def _ended(db: Database, uuid: str, timeout: float = 30) -> Quarantine:
-    def ended() -> Quarantine | None:
-        row, _ = _get(db, uuid)
-        return row if row.status not in (q.REQUESTED, q.RUNNING) else None
-
-    return wait_for(ended, timeout, f"quarantine {uuid} ended")
-
-
 def _request(conf: Any, db: Database, host: str) -> Quarantine:
     row, new = quarantines.request(conf, db, host, quarantines.OPERATOR, "ECC storm")
     assert new
@@ -70,7 +63,7 @@ def test_the_host_is_disabled_and_emptied_by_live_migration(sim, db, engine_fact
     sim.set_live_migration_delay(1.0)
     row = _request(conf, db, "q-1")
     engine_factory(conf)
-    done = _ended(db, row.uuid)
+    done = quarantine_ended(db, row.uuid)
     assert done.status == q.DONE, done.detail
     service = sim.service("q-1")
     assert (service["status"], service["forced_down"]) == ("disabled", False)
@@ -111,7 +104,7 @@ def test_what_cannot_move_is_left_and_a_failed_migration_said(
     conf = make_conf(sim, **ON, **{"host_failure.evacuate_all_instances": False})
     row = _request(conf, db, "q-1")
     engine_factory(conf)
-    done = _ended(db, row.uuid)
+    done = quarantine_ended(db, row.uuid)
     assert done.status == q.PARTIAL
     _, moves = _get(db, row.uuid)
     by_id = {m.server_id: m for m in moves}
@@ -158,7 +151,7 @@ def test_a_host_failure_meanwhile_supersedes_it(sim, db, engine_factory):
 
     wait_for(migrating, 10, "a migration in flight")
     nid = notify(db, ids["q-1"], "COMPUTE_HOST", HOST_DOWN)
-    done = _ended(db, row.uuid)
+    done = quarantine_ended(db, row.uuid)
     assert done.status == q.SUPERSEDED
     assert nid in (done.detail or "")
     _, moves = _get(db, row.uuid)
@@ -186,7 +179,7 @@ def test_an_engine_that_dies_is_taken_over_without_sending_again(sim, db, engine
     )
     first.quarantines.stopping.set()  # as dead: it looks no more, its claim runs out
     second = engine_factory(conf)
-    done = _ended(db, row.uuid, timeout=40)
+    done = quarantine_ended(db, row.uuid, timeout=40)
     assert done.status == q.DONE and done.owner is None
     assert second.owner != first.owner
     for n in range(2):
@@ -233,7 +226,7 @@ def test_cancel_sends_no_more(sim, db, engine_factory):
     wait_for(lambda: _get(db, row.uuid)[0].status == q.RUNNING, 10, "running")
     wait_for(lambda: any(m.status == q.MIGRATING for m in _get(db, row.uuid)[1]), 10, "one sent")
     quarantines.cancel(db, row.uuid)
-    done = _ended(db, row.uuid)
+    done = quarantine_ended(db, row.uuid)
     assert done.status == q.CANCELLED
     sent = [n for n in range(3) if sim.actions(ids[f"vm-{n}"])]
     assert len(sent) == 1
@@ -258,7 +251,7 @@ def test_a_host_that_fails_mid_quarantine_is_recovered_with_nothing_moved_twice(
     sim.power_off("q-1")
     sim.stale("q-1", 120)
     nid = notify(db, ids["q-1"], "COMPUTE_HOST", HOST_DOWN)
-    assert _ended(db, row.uuid).status == q.SUPERSEDED
+    assert quarantine_ended(db, row.uuid).status == q.SUPERSEDED
     assert wait_status(db, nid, timeout=60) == "finished"
     nova = sim.client()
     _, moves = _get(db, row.uuid)

@@ -25,6 +25,7 @@ from tests.support.engine import (
     add_segment,
     make_conf,
     notify,
+    quarantine_ended,
     spawn_engine,
     wait_for,
     wait_status,
@@ -208,16 +209,6 @@ FALLBACK = {
 }
 
 
-def _ended(db: Database, uuid: str) -> Any:
-    return wait_for(
-        lambda: (lambda row: row if row.status not in ("requested", "running") else None)(
-            quarantines.get(db, uuid)[0]
-        ),
-        60,
-        "the quarantine ended",
-    )
-
-
 def test_conservative_falls_back_to_a_host_failure_when_the_room_is_there(
     db: Database, sim: NovaSimulator, engine_factory: Any
 ) -> None:
@@ -227,7 +218,7 @@ def test_conservative_falls_back_to_a_host_failure_when_the_room_is_there(
     engine_factory(conf, **with_signals(conf, db))
 
     row = wait_for(lambda: next(iter(quarantines.list_(db)), None), 60, "the host judged")
-    ended = _ended(db, row.uuid)
+    ended = quarantine_ended(db, row.uuid, timeout=60)
     (failure,) = host_failures(db, host)
     assert ended.status == "superseded", ended.detail
     assert ended.detail.startswith("Some instances stay on the host (3 moved, 1 failed, 1 left).")
@@ -259,7 +250,7 @@ def test_conservative_leaves_what_stays_without_the_room(
     engine_factory(conf, **with_signals(conf, db))
 
     row = wait_for(lambda: next(iter(quarantines.list_(db)), None), 60, "the host judged")
-    ended = _ended(db, row.uuid)
+    ended = quarantine_ended(db, row.uuid, timeout=60)
     assert ended.status == "partial", ended.detail
     assert "Not fenced: the recovery of the host would leave 1 of the 2 instance(s)" in (
         ended.detail
@@ -280,7 +271,7 @@ def test_without_the_fallback_what_stays_is_left(
     engine_factory(conf, **with_signals(conf, db))
 
     row = wait_for(lambda: next(iter(quarantines.list_(db)), None), 60, "the host judged")
-    ended = _ended(db, row.uuid)
+    ended = quarantine_ended(db, row.uuid, timeout=60)
     assert (ended.status, ended.detail) == (
         "partial",
         "Some instances stay on the host (3 moved, 1 failed, 1 left).",
