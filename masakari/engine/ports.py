@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 import threading
 import time
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from masakari.compute.servers import (
@@ -48,7 +49,9 @@ class RoomRelease(Protocol):
     """Gives a segment's held failover room back for a host failure's recovery
     (masakari.engine.room)."""
 
-    def release(self, segment_uuid: str, notification_uuid: str) -> int: ...
+    def release(
+        self, segment_uuid: str, notification_uuid: str, retry_while: Callable[[], None]
+    ) -> int: ...
 
 
 class Nova(NovaReads, Protocol):

@@ -15,14 +15,16 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
+from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
 from oslo_config import cfg
+from sqlalchemy import orm
 
 from masakari import exception
 from masakari.compute.placement import GenerationConflict, ProviderInventory, Resources
 from masakari.db import room_holds
-from masakari.db.database import Database
+from masakari.db.database import Database, read, transaction
 from masakari.db.models import RoomHold
 from masakari.db.paging import Row
 from masakari.engine import tolerance
@@ -142,21 +144,37 @@ class Room:
 
     # --- a recovery ------------------------------------------------------------------------
 
-    def release(self, segment_uuid: str, notification_uuid: str) -> int:
+    def release(
+        self,
+        segment_uuid: str,
+        notification_uuid: str,
+        retry_while: Callable[[], None],
+    ) -> int:
         """Release the segment's room for a host failure's recovery: from now on no holding
         pass writes to it until that recovery is over, and every amount held is given back.
         Returns how many inventories were given back; nothing is read or written for a
-        segment whose room was never held."""
-        with self.db.reader() as session:
+        segment whose room was never held. ``retry_while``: an unreachable database is
+        waited for while it does not raise (the recovery's lease), as the recovery's own
+        reads and writes are."""
+
+        def held(session: orm.Session) -> bool:
             never = room_holds.segment_state(session, segment_uuid) is None
-            if never and not room_holds.rows(session, segment_uuid):
-                return 0
-        with self.db.writer() as session:
-            room_holds.release_for(session, segment_uuid, notification_uuid)
-        with self.db.reader() as session:
-            records = room_holds.rows(session, segment_uuid)
+            return not never or bool(room_holds.rows(session, segment_uuid))
+
+        if not read(self.db, held, retry_while):
+            return 0
+        transaction(
+            self.db,
+            lambda session: room_holds.release_for(session, segment_uuid, notification_uuid),
+            retry_while,
+        )
+        records = read(
+            self.db,
+            lambda session: _detached(room_holds.rows(session, segment_uuid), session),
+            retry_while,
+        )
         for record in records:
-            self._restore(record)
+            self._restore(record, retry_while)
         return len(records)
 
     # --- one inventory ---------------------------------------------------------------------
@@ -208,7 +226,7 @@ class Room:
             f"Placement kept changing the {rc} inventory of {host}: its room is not settled."
         )
 
-    def _restore(self, record: RoomHold) -> None:
+    def _restore(self, record: RoomHold, retry_while: Callable[[], None] | None = None) -> None:
         rc = record.resource_class
         for _ in range(CONFLICT_TRIES):
             found = self.placement.inventory(record.host_name)
@@ -228,7 +246,7 @@ class Room:
                 f"Placement kept changing the {rc} inventory of {record.host_name}: "
                 "its held room is not given back."
             )
-        self._forget(record.provider_uuid, rc)
+        self._forget(record.provider_uuid, rc, retry_while)
 
     def _record(self, host: str, rc: str) -> RoomHold | None:
         with self.db.reader() as session:
@@ -237,9 +255,18 @@ class Room:
                 session.expunge(record)
             return record
 
-    def _forget(self, provider_uuid: str, rc: str) -> None:
-        with self.db.writer() as session:
-            room_holds.forget(session, provider_uuid, rc)
+    def _forget(
+        self, provider_uuid: str, rc: str, retry_while: Callable[[], None] | None = None
+    ) -> None:
+        transaction(
+            self.db, lambda session: room_holds.forget(session, provider_uuid, rc), retry_while
+        )
+
+
+def _detached(rows: list[RoomHold], session: orm.Session) -> list[RoomHold]:
+    for row in rows:
+        session.expunge(row)
+    return rows
 
 
 def shown(db: Database, segment_uuid: str) -> dict[str, object]:

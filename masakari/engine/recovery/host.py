@@ -192,7 +192,7 @@ def handle(
     LOG.info("Set host %s on maintenance.", host.name)
     if run.room is not None:
         # Before anything else: the evacuations must find the room that was kept for them.
-        run.room.release(host.failover_segment_id, run.notification_uuid)
+        run.room.release(host.failover_segment_id, run.notification_uuid, run.lease.check)
     reserved_hosts = (
         []
         if host.recovery_method == RecoveryMethod.AUTO
